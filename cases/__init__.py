@@ -1,0 +1,1 @@
+"""Built-in cases: one small module each, each defining one `Case`."""

@@ -1,0 +1,36 @@
+"""sin(x): the `mysin` kernel of the torch.compile Triton tutorial."""
+
+import torch
+import triton
+import triton.language as tl
+
+from harness import Case, inputs
+
+
+@triton.jit
+def sin_kernel(in_ptr0, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(in_ptr0 + offsets, mask=mask)
+    tl.store(out_ptr + offsets, tl.sin(x.to(tl.float32)).to(x.dtype), mask=mask)
+
+
+def launch(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    n_elements = x.numel()
+    k.sin_kernel[(triton.cdiv(n_elements, 64),)](x, out, n_elements, BLOCK_SIZE=64)
+    return out
+
+
+CASE = Case(
+    name="sin",
+    kernels=(sin_kernel,),
+    launch=launch,
+    reference=torch.sin,
+    make_inputs=inputs.randn(1, scale=3),
+    shapes=inputs.shapes(4096),
+    example_shape=(300,),
+    tags=frozenset({"elementwise", "tutorial"}),
+    description="tl.sin, a fixed tuple grid",
+)

@@ -1,0 +1,162 @@
+"""A case: one Triton kernel (or a few), its launcher, a plain PyTorch reference, and its inputs.
+
+A case is data. The harness builds every wrapping style from the launcher and runs every
+compile path on it; the case author never writes a style or a path by hand.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import torch
+from hypothesis import strategies as st
+
+DTYPES: Mapping[str, torch.dtype] = MappingProxyType(
+    {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+)
+
+
+class CaseError(ValueError):
+    """A case is malformed: the message names the case and what to fix."""
+
+    def __init__(self, case: str, problem: str):
+        super().__init__(f"case {case!r}: {problem}")
+        self.case = case
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+# Same order as torch.testing's defaults, widened for kernels that accumulate in another order.
+DEFAULT_TOLERANCES: Mapping[torch.dtype, Tolerance] = MappingProxyType(
+    {
+        torch.float32: Tolerance(atol=1e-5, rtol=1e-5),
+        torch.float16: Tolerance(atol=1e-3, rtol=1e-3),
+        torch.bfloat16: Tolerance(atol=1e-2, rtol=1.6e-2),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Example:
+    """One input drawn by hypothesis: the data comes from `seed`, so an example is reproducible."""
+
+    dtype: torch.dtype
+    shape: tuple[int, ...]
+    seed: int
+
+    def __str__(self) -> str:
+        return f"{dtype_name(self.dtype)} shape={self.shape} seed={self.seed}"
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def kernel_name(kernel: Any) -> str:
+    """The Python name of a @triton.jit function, seen through autotune/heuristics wrappers."""
+    from triton.runtime.jit import KernelInterface
+
+    if not isinstance(kernel, KernelInterface):
+        raise TypeError(f"{kernel!r} is not a Triton kernel (@triton.jit, @triton.autotune or @triton.heuristics)")
+    inner = kernel
+    while not inspect.isfunction(inner) and hasattr(inner, "fn"):
+        inner = inner.fn
+    name = getattr(inner, "__name__", None)
+    if not isinstance(name, str):
+        raise TypeError(f"{kernel!r} is not a Triton kernel")
+    return name
+
+
+@dataclass(frozen=True)
+class Case:
+    """A Triton kernel under test.
+
+    launch(k, *inputs): calls the kernels as `k.<kernel name>[grid](...)` and allocates outputs with
+        `k.empty_like` / `k.empty`, which the harness fills with NaN so an unwritten element fails.
+        Every parameter after `k` is annotated, and the return is annotated; the harness infers the
+        operator schema from them.
+    reference(*inputs): the same computation in plain PyTorch (it also serves as the fake kernel).
+    make_inputs(shape, dtype, device, generator): the positional inputs; dim 0 of every tensor is the
+        batch, which export marks dynamic.
+    shapes: a hypothesis strategy of shapes for the compile paths.
+    example_shape: the shape export and AOTInductor trace with (batch at least 2); their checks
+        vary only the batch, up to `max_batch`.
+    mutates: names of inputs the launcher writes in place (declared as `mutates_args`).
+    """
+
+    name: str
+    kernels: tuple[Any, ...]
+    launch: Callable[..., Any]
+    reference: Callable[..., Any]
+    make_inputs: Callable[..., tuple[Any, ...]]
+    shapes: st.SearchStrategy[tuple[int, ...]]
+    example_shape: tuple[int, ...]
+    dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16)
+    max_batch: int = 1024
+    tolerances: Mapping[torch.dtype, Tolerance] = field(default_factory=dict)
+    mutates: frozenset[str] = frozenset()
+    tags: frozenset[str] = frozenset()
+    description: str = ""
+    module: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
+            raise CaseError(str(self.name), "name must be lower_snake_case letters, digits and '_'")
+        if not self.kernels:
+            raise CaseError(self.name, "kernels is empty: list the @triton.jit kernels the launcher calls")
+        for kernel in self.kernels:
+            try:
+                kernel_name(kernel)
+            except TypeError as exc:
+                raise CaseError(self.name, str(exc)) from None
+        for attr in ("launch", "reference", "make_inputs"):
+            if not callable(getattr(self, attr)):
+                raise CaseError(self.name, f"{attr} must be a function")
+        if not isinstance(self.shapes, st.SearchStrategy):
+            raise CaseError(self.name, "shapes must be a hypothesis strategy of shape tuples")
+        if len(self.example_shape) < 1 or self.example_shape[0] < 2:
+            raise CaseError(self.name, "example_shape needs a batch (dim 0) of at least 2, or export specialises it")
+        if not self.dtypes:
+            raise CaseError(self.name, "dtypes is empty")
+        for dtype in self.dtypes:
+            if dtype not in DEFAULT_TOLERANCES and dtype not in self.tolerances:
+                raise CaseError(self.name, f"dtype {dtype} has no default tolerance: give one in tolerances")
+        params = self.input_parameters()
+        for p in params:
+            if p.annotation is inspect.Parameter.empty:
+                raise CaseError(self.name, f"launcher parameter {p.name!r} needs a type annotation (the schema is inferred)")
+        if inspect.signature(self.launch).return_annotation is inspect.Signature.empty:
+            raise CaseError(self.name, "launcher needs a return annotation (-> torch.Tensor, -> None, ...)")
+        unknown = set(self.mutates) - {p.name for p in params}
+        if unknown:
+            raise CaseError(self.name, f"mutates names {sorted(unknown)}, which are not launcher parameters")
+        try:
+            inspect.signature(self.reference).bind(*params)
+        except TypeError as exc:
+            raise CaseError(self.name, f"reference cannot take the launcher's {len(params)} inputs: {exc}") from None
+        except ValueError:
+            pass  # a builtin without a signature: checked when it first runs
+
+    def input_parameters(self) -> list[inspect.Parameter]:
+        params = list(inspect.signature(self.launch).parameters.values())
+        if not params:
+            raise CaseError(self.name, "launcher must take the kernel namespace `k` first, then the inputs")
+        return params[1:]
+
+    def tolerance(self, dtype: torch.dtype) -> Tolerance:
+        return self.tolerances.get(dtype) or DEFAULT_TOLERANCES[dtype]
+
+    def inputs(self, example: Example, device: str) -> tuple[Any, ...]:
+        generator = torch.Generator().manual_seed(example.seed)
+        return tuple(self.make_inputs(example.shape, example.dtype, device, generator))
+
+    def export_shape(self, batch: int) -> tuple[int, ...]:
+        return (batch, *self.example_shape[1:])

@@ -1,0 +1,277 @@
+"""A cell is one (case, wrapping style, compile path); `run` executes it in this process."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness import path as paths
+from harness import wrapping as wrappings
+from harness.case import Case, Example, dtype_name
+from harness.outcome import CellResult, Outcome, Stage, Timings, detail, first_line
+from harness.path import Kind, Path, StageFailure
+from harness.wrapping import Wrapping
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    case: str
+    wrapping: Wrapping
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return f"{self.case}-{self.wrapping.value}-{self.path.value}"
+
+    def __str__(self) -> str:
+        return self.id
+
+    @classmethod
+    def parse(cls, cell_id: str) -> Cell:
+        try:
+            case, wrapping, path = cell_id.rsplit("-", 2)
+            return cls(case, Wrapping(wrapping), Path(path))
+        except ValueError:
+            raise ValueError(
+                f"{cell_id!r} is not a cell id: expected CASE-WRAPPING-PATH with WRAPPING one of "
+                f"{[w.value for w in Wrapping]} and PATH one of {[p.value for p in Path]}"
+            ) from None
+
+
+def all_cells(cases: list[str], wrappings_: list[Wrapping] | None = None, paths_: list[Path] | None = None) -> list[Cell]:
+    return [Cell(c, w, p) for c in cases for w in (wrappings_ or list(Wrapping)) for p in (paths_ or list(Path))]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How many examples and how they are drawn: from the hypothesis profile of the run."""
+
+    max_examples: int = 20
+    derandomize: bool = True
+    workdir: str = "."
+
+
+class Mismatch(AssertionError):
+    def __init__(self, what: str, max_error: float, mismatched: str):
+        super().__init__(f"{what} differs from the reference: max abs error {max_error:.3g}; mismatched elements: {mismatched}")
+        self.max_error = max_error
+        self.mismatched = mismatched
+
+
+class CaseProblem(Exception):
+    """The case itself broke (its inputs or its reference): not a finding about the path."""
+
+    def __init__(self, stage: Stage, error: BaseException):
+        super().__init__(f"{stage.value}: {type(error).__name__}: {first_line(error)}")
+        self.stage = stage
+        self.error = error
+
+
+def _flatten(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
+def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def compare(case: Case, dtype: torch.dtype, expected: list[Any], actual: list[Any], names: list[str]) -> None:
+    """Outputs, then every tensor input after the call (a mutation must happen, and only where declared)."""
+    if len(expected) != len(actual):
+        raise Mismatch("the number of outputs", math.inf, f"{len(actual)} vs {len(expected)}")
+    tol = case.tolerance(dtype)
+    for name, e, a in zip(names, expected, actual):
+        if not isinstance(e, torch.Tensor):
+            if e != a:
+                raise Mismatch(name, math.inf, f"value {a!r} vs {e!r}")
+            continue
+        if not isinstance(a, torch.Tensor) or a.shape != e.shape or a.dtype != e.dtype:
+            got = f"{tuple(a.shape)} {a.dtype}" if isinstance(a, torch.Tensor) else type(a).__name__
+            raise Mismatch(name, math.inf, f"shape/dtype {got} vs {tuple(e.shape)} {e.dtype}")
+        a, e = a.cpu(), e.cpu()
+        close = torch.isclose(a, e, atol=tol.atol, rtol=tol.rtol, equal_nan=True)
+        if not bool(close.all()):
+            diff = (a.double() - e.double()).abs()
+            max_error = float(diff.nan_to_num(nan=math.inf).max())
+            unwritten = int((a.isnan() & ~e.isnan()).sum()) if a.is_floating_point() else 0
+            note = f", {unwritten} NaN where the reference has a number (never written?)" if unwritten else ""
+            raise Mismatch(name, max_error, f"{int((~close).sum())} of {e.numel()}{note}")
+
+
+def _example_strategy(case: Case, path: Path) -> st.SearchStrategy[Example]:
+    if path.kind in (Kind.EXPORT, Kind.AOTI):
+        # The artifact is traced once per dtype; only the dynamic batch may change.
+        shapes = st.integers(1, case.max_batch).map(case.export_shape)
+    else:
+        shapes = case.shapes
+    return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1))
+
+
+def run(
+    cell: Cell,
+    case: Case,
+    config: Settings,
+    device: str,
+    on_stage: Callable[[Stage], None] = lambda stage: None,
+    broken_dtypes: dict[str, str] | None = None,
+) -> CellResult:
+    """Execute one cell in this process. Every PyTorch/Triton exception becomes an outcome.
+
+    `broken_dtypes` (from harness.probe) are left out, and the result says why.
+    """
+    result = CellResult(cell=cell.id, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value, outcome=Outcome.PASS)
+    broken = broken_dtypes or {}
+    result.dtypes_skipped = {dtype_name(d): broken[dtype_name(d)] for d in case.dtypes if dtype_name(d) in broken}
+    testable = tuple(d for d in case.dtypes if dtype_name(d) not in broken)
+    if not testable:
+        result.outcome = Outcome.SKIPPED
+        result.message = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
+        return result
+    case = dataclasses.replace(case, dtypes=testable)
+    os.makedirs(config.workdir, exist_ok=True)
+    timings = result.timings
+    torch._dynamo.reset()
+    from torch._dynamo.utils import counters
+
+    counters.clear()
+    try:
+        on_stage(Stage.WRAP)
+        with _timed(timings, "wrap"):
+            try:
+                fn = wrappings.build(case, cell.wrapping)
+            except Exception as exc:
+                raise StageFailure(Stage.WRAP, exc) from exc
+
+        artifacts: dict[torch.dtype, Callable[..., Any]] = {}
+
+        def artifact_for(dtype: torch.dtype) -> Callable[..., Any]:
+            if dtype not in artifacts:
+                first = Example(dtype, case.example_shape, seed=0)
+                inputs = _make_inputs(case, first, device)
+                label = f"{cell.id}-{dtype_name(dtype)}"
+                artifacts[dtype] = paths.build(cell.path, fn, inputs, case.max_batch, config.workdir, label, on_stage)
+                on_stage(Stage.RUN)
+            return artifacts[dtype]
+
+        with _timed(timings, "build"):
+            artifact_for(case.dtypes[0])
+        with _timed(timings, "check"):
+            failure = _check(case, cell, config, device, artifact_for, result)
+        if failure is not None:
+            example_, error = failure
+            result.example = str(example_)
+            raise error
+    except Mismatch as exc:
+        result.outcome, result.stage = Outcome.WRONG, Stage.RUN
+        result.message, result.max_error, result.mismatched = first_line(exc), exc.max_error, exc.mismatched
+    except StageFailure as exc:
+        result.outcome, result.stage = Outcome.FAIL, exc.stage
+        result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
+    except CaseProblem as exc:
+        result.outcome, result.stage = Outcome.ERROR, exc.stage
+        result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
+    result.graph_breaks = sum(counters["graph_break"].values())
+    return result
+
+
+@contextlib.contextmanager
+def _timed(timings: Timings, part: str) -> Iterator[None]:
+    """Record a part's seconds even when it raises: a failing cell's work is work too."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        setattr(timings, part, time.perf_counter() - start)
+
+
+def _type_name(error: BaseException) -> str:
+    kind = type(error)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _make_inputs(case: Case, ex: Example, device: str) -> tuple[Any, ...]:
+    try:
+        return case.inputs(ex, device)
+    except Exception as exc:
+        raise CaseProblem(Stage.SETUP, exc) from exc
+
+
+def _check(
+    case: Case,
+    cell: Cell,
+    config: Settings,
+    device: str,
+    artifact_for: Callable[[torch.dtype], Callable[..., Any]],
+    result: CellResult,
+) -> tuple[Example, BaseException] | None:
+    """Run the hypothesis examples; return the smallest failing example and its error, if any."""
+    failures: list[tuple[Example, BaseException]] = []
+    dtypes_seen: set[str] = set()
+
+    @settings(
+        max_examples=config.max_examples,
+        derandomize=config.derandomize,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        print_blob=False,
+    )
+    @given(ex=_example_strategy(case, cell.path))
+    def check(ex: Example) -> None:
+        result.examples_run += 1
+        dtypes_seen.add(dtype_name(ex.dtype))
+        inputs = _make_inputs(case, ex, device)
+        ref_inputs, act_inputs = _clone(inputs), _clone(inputs)
+        try:
+            expected = _flatten(case.reference(*ref_inputs))
+        except Exception as exc:
+            raise CaseProblem(Stage.REFERENCE, exc) from exc
+        try:
+            artifact = artifact_for(ex.dtype)
+            actual = _flatten(paths.call(artifact, act_inputs))
+        except StageFailure as exc:
+            failures.append((ex, exc))
+            raise
+        input_names = [p.name for p in case.input_parameters()]
+        tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+        try:
+            compare(
+                case,
+                ex.dtype,
+                expected + [ref_inputs[i] for i in tensors],
+                actual + [act_inputs[i] for i in tensors],
+                [f"output {n}" for n in range(len(expected))] + [f"input {input_names[i]!r} after the call" for i in tensors],
+            )
+        except Mismatch as exc:
+            failures.append((ex, exc))
+            raise
+
+    try:
+        check()
+    except (Mismatch, StageFailure) as exc:
+        # Hypothesis replays the shrunk example last, so the last failure recorded is the smallest.
+        return failures[-1] if failures else (Example(case.dtypes[0], case.example_shape, 0), exc)
+    except CaseProblem:
+        raise
+    except Exception as exc:  # hypothesis' own errors (Flaky and the like): the failure did not reproduce
+        if failures:
+            ex, error = failures[-1]
+            return ex, error
+        raise CaseProblem(Stage.RUN, exc) from exc
+    finally:
+        result.dtypes = sorted(dtypes_seen)
+    return None

@@ -1,0 +1,42 @@
+"""Hypothesis building blocks for case inputs: sizes that hit block edges, and the run profiles."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+# Odd sizes, 1, and both sides of the power-of-two block sizes kernels use.
+EDGE_SIZES = (1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025)
+
+
+def sizes(max_size: int = 4096) -> st.SearchStrategy[int]:
+    edges = [s for s in EDGE_SIZES if s <= max_size]
+    return st.one_of(st.sampled_from(edges), st.integers(1, max_size))
+
+
+def shapes(*max_sizes: int) -> st.SearchStrategy[tuple[int, ...]]:
+    """Shapes with one dimension per maximum, e.g. shapes(1024, 300) for (rows, cols)."""
+    return st.tuples(*(sizes(m) for m in max_sizes))
+
+
+# The matrix's profiles: derandomized, so the same versions see the same inputs on every run.
+PROFILES = {
+    "matrix": dict(max_examples=20, derandomize=True),
+    "ci": dict(max_examples=6, derandomize=True),
+    "thorough": dict(max_examples=200, derandomize=True),
+    "explore": dict(max_examples=50, derandomize=False),
+}
+DEFAULT_PROFILE = "matrix"
+
+
+
+def randn(count: int = 1, scale: float = 1.0):
+    """A `make_inputs` for cases whose inputs are `count` standard-normal tensors of the drawn shape."""
+
+    def make_inputs(shape, dtype, device, generator):
+        import torch
+
+        return tuple(
+            torch.randn(shape, generator=generator).mul_(scale).to(device=device, dtype=dtype) for _ in range(count)
+        )
+
+    return make_inputs

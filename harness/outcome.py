@@ -1,0 +1,117 @@
+"""What happened in a cell, and where: the outcome vocabulary of the matrix."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Outcome(str, enum.Enum):
+    PASS = "pass"
+    WRONG = "wrong"  # ran, but numbers differ from the reference
+    FAIL = "fail"  # an exception at a named stage
+    CRASH = "crash"  # the process died on a signal
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+    ERROR = "error"  # the case or the harness broke, not the path: a pytest failure
+
+
+class Stage(str, enum.Enum):
+    SETUP = "setup"  # loading the case and making inputs
+    WRAP = "wrap"
+    COMPILE = "compile"  # Dynamo trace and Inductor compile
+    EXPORT = "export"
+    AOT_COMPILE = "aot_compile"
+    AOT_LOAD = "aot_load"
+    RUN = "run"
+    REFERENCE = "reference"
+
+
+@dataclass
+class Timings:
+    """Seconds spent in each part of a cell; `wall` is seen from the pytest worker."""
+
+    wrap: float = 0.0
+    build: float = 0.0  # compile / export / AOT compile and load, for the first dtype
+    check: float = 0.0  # the hypothesis examples, lazy builds for other dtypes included
+    wall: float = 0.0
+    process_start: float = 0.0  # a runner process started for this cell (first cell, or after a crash)
+
+
+@dataclass
+class CellResult:
+    cell: str
+    case: str
+    wrapping: str
+    path: str
+    outcome: Outcome
+    stage: Stage | None = None
+    error_type: str | None = None
+    message: str | None = None  # first line of the error
+    detail: str | None = None  # the whole message, bounded
+    max_error: float | None = None
+    mismatched: str | None = None  # "12 of 4096 elements"
+    example: str | None = None  # smallest failing example hypothesis found
+    examples_run: int = 0
+    dtypes: list[str] = field(default_factory=list)
+    graph_breaks: int | None = None
+    dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this environment cannot test it
+    signal: str | None = None
+    blamed_on: str | None = None  # the control cell that fails on the same path: the environment, not the wrapping
+    log_tail: list[str] = field(default_factory=list)  # stderr of a crashed or hung runner
+    timings: Timings = field(default_factory=Timings)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["outcome"] = self.outcome.value
+        data["stage"] = self.stage.value if self.stage else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellResult:
+        data = dict(data)
+        data["outcome"] = Outcome(data["outcome"])
+        data["stage"] = Stage(data["stage"]) if data.get("stage") else None
+        data["timings"] = Timings(**data.get("timings", {}))
+        return cls(**data)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message, which is what the chart shows.
+
+    Dynamo puts a terse title first, the reason on an `Explanation:` line and the user's own exception
+    on a `Developer debug context:` line; those are kept with it.
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    parts = [lines[0]]
+    for line in lines[1:]:
+        for prefix in ("Explanation:", "Developer debug context:"):
+            if line.startswith(prefix) and line.removeprefix(prefix).strip():
+                parts.append(line.removeprefix(prefix).strip() if prefix.startswith("Developer") else line)
+    return " - ".join(parts)[:500]
+
+
+def detail(exc: BaseException) -> str:
+    """The whole message, bounded, for results.json: the first line rarely tells everything."""
+    return str(exc)[:4000]
+
+
+def compile_stage_exception_types() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean Dynamo or Inductor could not build the graph, raised on a compiled call."""
+    import torch._dynamo.exc as dynamo_exc
+    import torch._inductor.exc as inductor_exc
+
+    types: list[type[BaseException]] = [dynamo_exc.TorchDynamoException]
+    for name in ("InductorError", "LoweringException", "CppCompileError", "BackendCompilerFailed"):
+        if hasattr(inductor_exc, name):
+            types.append(getattr(inductor_exc, name))
+    try:
+        from triton.compiler.errors import CompilationError
+
+        types.append(CompilationError)
+    except ImportError:
+        pass
+    return tuple(types)

@@ -1,0 +1,165 @@
+"""The pytest side: one test item per cell, run in an isolated runner process per pytest worker.
+
+Roles follow pytest-cov under xdist: workers run cells and attach each result to their test report;
+the controller collects the reports, notices workers that died, and alone writes the reports, once,
+at the end of the session.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from harness import registry
+from harness.cell import Cell, Settings, all_cells
+from harness.inputs import DEFAULT_PROFILE, PROFILES
+from harness.outcome import CellResult, Outcome
+from harness.runner import Runner, runner_env
+
+RESULT_PROPERTY = "tcm_result"
+_CELL_IN_NODEID = re.compile(r"test_matrix\.py::test_cell\[(?P<cell>[^\]]+)\]$")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("triton-compat-matrix")
+    group.addoption("--cases", action="append", default=None, metavar="MODULE_OR_FILE",
+                    help="case module, package or .py file (repeatable); default: the built-in `cases` package")
+    group.addoption("--report-dir", default="reports", help="where SUPPORT.md, MATRIX.md and results.json go (default: reports)")
+    group.addoption("--matrix-profile", default=None, choices=sorted(PROFILES),
+                    help=f"how many hypothesis examples a cell checks (default: {DEFAULT_PROFILE}, or ci when CI is set)")
+    group.addoption("--cell-timeout", type=float, default=None, help="seconds a cell may take (default: per path)")
+    group.addoption("--cells-per-process", type=int, default=0,
+                    help="replace the runner process after this many cells (1: a fresh process per cell; 0: only after a fault)")
+    group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR")
+
+
+def profile_name(config: pytest.Config) -> str:
+    chosen = config.getoption("matrix_profile")
+    return chosen or ("ci" if os.environ.get("CI") else DEFAULT_PROFILE)
+
+
+def case_specs(config: pytest.Config) -> list[str]:
+    return config.getoption("cases") or [registry.BUILTIN]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(MatrixController(config), "tcm-controller")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "cell" in metafunc.fixturenames:
+        cases = registry.load(case_specs(metafunc.config))
+        cells = all_cells(list(cases))
+        metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
+
+
+@pytest.fixture(scope="session")
+def cell_runner(pytestconfig: pytest.Config) -> Iterator[Runner]:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
+    env = runner_env(workdir, worker)
+    runner = Runner(case_specs(pytestconfig), workdir, env=env, cells_per_process=pytestconfig.getoption("cells_per_process") or None)
+    try:
+        yield runner
+    finally:
+        runner.stop()
+        logs = pytestconfig.getoption("runner_logs")
+        if logs:
+            os.makedirs(logs, exist_ok=True)
+            shutil.copy(runner.log_path, os.path.join(logs, f"runner-{worker}.log"))
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def run_cell(cell_runner: Runner, pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> Any:
+    profile = PROFILES[profile_name(pytestconfig)]
+
+    def run(cell: Cell) -> CellResult:
+        settings = Settings(**profile, workdir=cell_runner.workdir)
+        timeout = pytestconfig.getoption("cell_timeout") or cell.path.timeout_s
+        result = cell_runner.run(cell, settings, timeout)
+        request.node.user_properties.append((RESULT_PROPERTY, result.to_json()))
+        return result
+
+    return run
+
+
+def cell_id(nodeid: str) -> str | None:
+    match = _CELL_IN_NODEID.search(nodeid)
+    return match.group("cell") if match else None
+
+
+class MatrixController:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.results: dict[str, CellResult] = {}
+        self.collected: set[str] = set()
+        self.started = time.time()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.collected |= {cid for item in session.items if (cid := cell_id(item.nodeid))}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.collected |= {cid for nodeid in ids if (cid := cell_id(nodeid))}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        cid = cell_id(report.nodeid)
+        if cid is None:
+            return
+        for name, value in report.user_properties:
+            if name == RESULT_PROPERTY:
+                self.results[cid] = CellResult.from_json(value)
+        if report.failed and cid not in self.results:
+            # No result came back: the pytest worker died (xdist reports it so), or the harness broke.
+            cell = Cell.parse(cid)
+            text = str(report.longrepr or "")
+            died = "crashed" in text or report.when == "???"
+            self.results[cid] = CellResult(
+                cell=cid, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value,
+                outcome=Outcome.CRASH if died else Outcome.ERROR,
+                message=("the pytest worker running this cell died: " if died else "harness error: ")
+                + (text.strip().splitlines() or [""])[-1][:300],
+            )
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.results and not self.collected:
+            return
+        from harness import fingerprint, report
+        from harness.results import Results
+
+        import torch
+
+        profile = profile_name(self.config)
+        workers = getattr(self.config.option, "numprocesses", None)
+        missing = sorted(self.collected - set(self.results))
+        results = Results(
+            fingerprint=fingerprint.collect(
+                interpreter=not torch.cuda.is_available(),
+                profile=profile,
+                profile_settings=PROFILES[profile],
+                workers=workers if isinstance(workers, int) else 1,
+            ),
+            cells=list(self.results.values()),
+            complete=not missing,
+            missing=missing,
+            wall_time_s=round(time.time() - self.started, 1),
+        )
+        written = report.write(results, self.config.getoption("report_dir"))
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal:
+            counts: dict[str, int] = {}
+            for c in results.cells:
+                key = "env" if c.blamed_on else c.outcome.value
+                counts[key] = counts.get(key, 0) + 1
+            summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+            terminal.write_line(f"triton-compat-matrix: {len(results.cells)} cells ({summary}); wrote {', '.join(written)}")
+            if missing:
+                terminal.write_line(f"triton-compat-matrix: INCOMPLETE, {len(missing)} cells never reported")

@@ -1,0 +1,242 @@
+"""SUPPORT.md (the tutorial-style chart), MATRIX.md (every cell) and results.json, from cell results."""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections import defaultdict
+
+from tabulate import tabulate
+
+from harness import results as results_file
+from harness.outcome import CellResult, Outcome, Stage
+from harness.path import Path
+from harness.results import Results
+from harness.wrapping import Wrapping
+
+FAILED = (Outcome.WRONG, Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
+STYLES = [w for w in Wrapping if w is not Wrapping.CONTROL]
+
+
+STAGE_ORDER = list(Stage)
+
+
+def blame_environment(cells: list[CellResult]) -> None:
+    """A cell that fails where its case's plain PyTorch control also fails, at the same stage or a later
+    one, is the environment's fault. A cell that fails earlier than the control did (at export, say,
+    when the control got as far as loading the package) is still the wrapping's own failure."""
+    by_id = {c.cell: c for c in cells}
+    for cell in cells:
+        cell.blamed_on = None
+        if cell.wrapping == Wrapping.CONTROL.value or cell.outcome not in FAILED:
+            continue
+        control = by_id.get(f"{cell.case}-{Wrapping.CONTROL.value}-{cell.path}")
+        if control is None or control.outcome not in FAILED:
+            continue
+        if STAGE_ORDER.index(cell.stage or Stage.RUN) >= STAGE_ORDER.index(control.stage or Stage.SETUP):
+            cell.blamed_on = control.cell
+
+
+def label(cell: CellResult) -> str:
+    """A short outcome for a table cell."""
+    if cell.blamed_on:
+        return f"env ({cell.outcome.value})"
+    if cell.outcome is Outcome.PASS:
+        text = "pass"
+        if cell.path == Path.COMPILE_DEFAULT.value and cell.graph_breaks:
+            text += f", {cell.graph_breaks} graph breaks"
+        return text
+    if cell.outcome is Outcome.WRONG:
+        return f"WRONG (max err {cell.max_error:.2g})" if cell.max_error is not None else "WRONG"
+    if cell.outcome is Outcome.CRASH:
+        return f"CRASH {cell.signal or ''} @{cell.stage.value if cell.stage else '?'}".replace("  ", " ")
+    if cell.outcome in (Outcome.FAIL, Outcome.TIMEOUT, Outcome.ERROR):
+        return f"{cell.outcome.value} @{cell.stage.value if cell.stage else '?'}"
+    return cell.outcome.value
+
+
+def _environment_lines(results: Results) -> list[str]:
+    fp = results.fingerprint
+    gpu = fp.get("gpu", {})
+    cxx = fp.get("compiler", {})
+    lines = []
+    if fp.get("mode") == "cpu-interpreter":
+        lines.append(
+            "> **No GPU: kernels ran in Triton's CPU interpreter (`TRITON_INTERPRET=1`).** PyTorch does not trace "
+            "interpreted kernels, and Inductor/AOTInductor built CPU code, so this chart says how the harness "
+            "behaves on CPU, not what a GPU user will see."
+        )
+        lines.append("")
+    device = f"{gpu.get('name')} (driver {gpu.get('driver')}, CUDA {fp.get('cuda')})" if gpu.get("available") else "CPU only"
+    lines += [
+        f"- device: {device}",
+        f"- torch {fp.get('torch')}, triton {fp.get('triton')}, Python {fp.get('python')}",
+        f"- C++ compiler: CXX={cxx.get('CXX')!s}, resolved `{cxx.get('path') or cxx.get('resolved')}` ({cxx.get('version')})",
+        f"- hypothesis profile `{fp.get('hypothesis', {}).get('profile')}`: "
+        f"{fp.get('hypothesis', {}).get('max_examples')} examples a cell, derandomize={fp.get('hypothesis', {}).get('derandomize')}",
+        f"- commit {str((fp.get('git') or {}).get('commit'))[:12]}{' (dirty)' if (fp.get('git') or {}).get('dirty') else ''}, "
+        f"{fp.get('time')}, {fp.get('workers')} workers, wall time {results.wall_time_s or 0:.0f} s",
+        f"- command: `{fp.get('command')}`",
+    ]
+    skipped: dict[str, set[str]] = defaultdict(set)
+    for cell in results.cells:
+        for dtype, why in cell.dtypes_skipped.items():
+            skipped[f"{dtype}: {why}"].add(cell.case)
+    for why, cases in sorted(skipped.items()):
+        lines.append(f"- not tested here, {why} (cases: {', '.join(sorted(cases))})")
+    if not results.complete:
+        lines.append(f"- **incomplete run**: {len(results.missing)} collected cells never reported: {', '.join(results.missing[:20])}")
+    return lines
+
+
+def support_chart(results: Results) -> str:
+    by_path: dict[str, dict[str, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
+    for cell in results.cells:
+        by_path[cell.path][cell.wrapping].append(cell)
+    rows = []
+    for path in Path:
+        if path.value not in by_path:
+            continue
+        control = by_path[path.value].get(Wrapping.CONTROL.value, [])
+        row = [f"[{path.title}](MATRIX.md#{path.value})"]
+        for style in STYLES:
+            row.append(_support_entry(by_path[path.value].get(style.value, []), path))
+        row.append(_control_entry(control))
+        rows.append(row)
+    headers = ["compile path", *[s.title for s in STYLES], "control (PyTorch reference)"]
+    text = [
+        "# Support chart: user-defined Triton kernels vs PyTorch compile paths",
+        "",
+        *_environment_lines(results),
+        "",
+        tabulate(rows, headers=headers, tablefmt="github"),
+        "",
+        "Each entry counts the cases whose cell passed: **Yes** all, **No** none, **Partial** some. "
+        "Cells where the case's plain PyTorch control also fails on that path are the environment's fault "
+        "and are counted apart (`env`); `skipped` cells are left out. The control column says whether the "
+        "path itself works here. Every entry links to its row of [MATRIX.md](MATRIX.md), which shows each "
+        "cell with its outcome and the first line of its error.",
+        "",
+    ]
+    return "\n".join(text)
+
+
+def _control_entry(control: list[CellResult]) -> str:
+    if not control:
+        return ""
+    failed = [c for c in control if c.outcome in FAILED]
+    if not failed:
+        return f"passes ({len(control)}/{len(control)})"
+    how = sorted({label(c) for c in failed})
+    return f"**FAILS ({len(failed)}/{len(control)}): path broken here**: {', '.join(how)}"
+
+
+def _support_entry(cells: list[CellResult], path: Path) -> str:
+    if not cells:
+        return ""
+    counted = [c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)]
+    passed = [c for c in counted if c.outcome is Outcome.PASS]
+    env = [c for c in cells if c.blamed_on]
+    notes = []
+    if env:
+        notes.append(f"{len(env)} env: control fails too")
+    errors = [c for c in cells if c.outcome is Outcome.ERROR]
+    if errors:
+        notes.append(f"{len(errors)} harness error")
+    if path is Path.COMPILE_DEFAULT:
+        breaks = sum(c.graph_breaks or 0 for c in passed)
+        if breaks:
+            notes.append(f"{breaks} graph breaks")
+    if not counted:
+        verdict = "n/a: environment" if env else "n/a"
+    elif len(passed) == len(counted):
+        verdict = f"Yes ({len(passed)}/{len(counted)})"
+    elif not passed:
+        verdict = f"No (0/{len(counted)})"
+    else:
+        verdict = f"Partial ({len(passed)}/{len(counted)})"
+    return verdict + (f"; {', '.join(notes)}" if notes else "")
+
+
+def timing_lines(results: Results) -> list[str]:
+    """Where the time went, and what the process isolation cost per cell."""
+    cells = [c for c in results.cells if c.timings.wall > 0]
+    if not cells:
+        return []
+    t = [c.timings for c in cells]
+    # A crashed or hung cell reports no work of its own, so it says nothing about the overhead.
+    overhead = sorted(
+        c.timings.wall - c.timings.wrap - c.timings.build - c.timings.check
+        for c in cells
+        if c.outcome not in (Outcome.CRASH, Outcome.TIMEOUT)
+    ) or [0.0]
+    starts = sorted(x.process_start for x in t if x.process_start > 0)
+    work = sum(x.wrap + x.build + x.check for x in t)
+    lines = [
+        f"- {len(cells)} cells; work (wrap + build + check) {work:.0f} s in all, longest cell {max(x.wall for x in t):.1f} s",
+        f"- harness overhead per cell that reported its work (wall minus work, runner start included): median {statistics.median(overhead):.2f} s, "
+        f"max {overhead[-1]:.2f} s",
+    ]
+    if starts:
+        lines.append(
+            f"- runner processes started: {len(starts)} (first cell of a worker, or after a crash, timeout or "
+            f"poisoned context), median start {statistics.median(starts):.2f} s"
+        )
+    return lines
+
+
+def matrix(results: Results) -> str:
+    by_path: dict[str, list[CellResult]] = defaultdict(list)
+    for cell in results.cells:
+        by_path[cell.path].append(cell)
+    out = ["# Matrix: every cell", "", *_environment_lines(results), ""]
+    out.append(
+        "Outcomes: `pass`; `WRONG` (ran, numbers differ from the reference); `fail @stage` (an exception); "
+        "`CRASH` (the process died on a signal); `timeout @stage`; `skipped`; `env` (the control fails on "
+        "this path too); `error` (the case or harness broke). Stages: setup, wrap, compile, export, "
+        "aot_compile, aot_load, run."
+    )
+    timing = timing_lines(results)
+    if timing:
+        out += ["", "Timing:", "", *timing]
+    for path in Path:
+        cells = by_path.get(path.value)
+        if not cells:
+            continue
+        out += ["", f'<a id="{path.value}"></a>', f"## {path.title}", ""]
+        grid: dict[str, dict[str, str]] = defaultdict(dict)
+        for c in cells:
+            grid[c.case][c.wrapping] = label(c)
+        rows = [[case, *[grid[case].get(w.value, "") for w in Wrapping]] for case in sorted(grid)]
+        out.append(tabulate(rows, headers=["case", *[w.value for w in Wrapping]], tablefmt="github"))
+        details = [c for c in sorted(cells, key=lambda c: c.cell) if c.outcome is not Outcome.PASS]
+        if details:
+            out += ["", tabulate([_detail(c) for c in details], headers=["cell", "outcome", "error (first line)", "smallest failing example"], tablefmt="github")]
+    out.append("")
+    return "\n".join(out)
+
+
+def _detail(cell: CellResult) -> list[str]:
+    error = cell.message or ""
+    if cell.error_type:
+        error = f"{cell.error_type}: {error}"
+    if cell.mismatched:
+        error += f" ({cell.mismatched})"
+    if cell.blamed_on:
+        error = f"control {cell.blamed_on} fails too. {error}"
+    return [f"`{cell.cell}`", label(cell), _cell_text(error), _cell_text(cell.example or "")]
+
+
+def _cell_text(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")[:400]
+
+
+def write(results: Results, directory: str) -> list[str]:
+    """Write the three reports; each file is replaced atomically."""
+    blame_environment(results.cells)
+    os.makedirs(directory, exist_ok=True)
+    paths = [os.path.join(directory, name) for name in ("results.json", "MATRIX.md", "SUPPORT.md")]
+    results_file.save(results, paths[0])
+    results_file.write_atomic(paths[1], matrix(results))
+    results_file.write_atomic(paths[2], support_chart(results))
+    return paths

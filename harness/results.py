@@ -1,0 +1,84 @@
+"""The machine-readable results file: versioned, validated on read, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.outcome import CellResult
+
+SCHEMA = "triton-compat-matrix/results"
+VERSION = 1
+
+
+class ResultsError(ValueError):
+    """A results file that cannot be used: the message names the file and what is wrong."""
+
+
+@dataclass
+class Results:
+    fingerprint: dict[str, Any]
+    cells: list[CellResult]
+    complete: bool = True
+    missing: list[str] = field(default_factory=list)  # collected cells that never reported
+    wall_time_s: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "version": VERSION,
+            "complete": self.complete,
+            "missing": self.missing,
+            "wall_time_s": self.wall_time_s,
+            "fingerprint": self.fingerprint,
+            "cells": [c.to_json() for c in sorted(self.cells, key=lambda c: c.cell)],
+        }
+
+    def by_id(self) -> dict[str, CellResult]:
+        return {c.cell: c for c in self.cells}
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Readers see the old file or the new one, never half of one."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def save(results: Results, path: str) -> None:
+    write_atomic(path, json.dumps(results.to_json(), indent=1, sort_keys=False) + "\n")
+
+
+def load(path: str) -> Results:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: not JSON (truncated or corrupt?): {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ResultsError(f"{path}: not a triton-compat-matrix results file (no \"schema\": \"{SCHEMA}\")")
+    if data.get("version") != VERSION:
+        raise ResultsError(f"{path}: results schema version {data.get('version')!r}; this harness reads version {VERSION}")
+    try:
+        cells = [CellResult.from_json(c) for c in data["cells"]]
+        return Results(
+            fingerprint=data["fingerprint"],
+            cells=cells,
+            complete=data["complete"],
+            missing=data["missing"],
+            wall_time_s=data.get("wall_time_s"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultsError(f"{path}: malformed results: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,287 @@
+"""Cells run in a separate process, so a segfault, abort, hang or broken CUDA context costs one cell.
+
+One runner process serves many cells: torch and triton are imported once, not once per cell. It is
+replaced after a crash, a timeout, or a cell that leaves the GPU unusable, and after
+`cells_per_process` cells when that is set (1 gives every cell a fresh process).
+
+Protocol: the parent writes one JSON request a line to the child's stdin; the child answers on its
+original stdout with JSON events (`ready`, `stage`, `result`, `unhealthy`). The child's own stdout and
+stderr (kernels' prints, warnings, faulthandler dumps) go to a log file the parent reads on a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict
+from typing import Any
+
+from harness.cell import Cell, Settings
+from harness.outcome import CellResult, Outcome, Stage
+
+LOG_TAIL_LINES = 40
+
+
+def runner_env(workdir: str, worker: str = "gw0") -> dict[str, str]:
+    """Environment for a runner process: fresh compile caches inside `workdir` (an old cache must never
+    hide a compile failure), Triton's interpreter when there is no GPU, and one GPU per pytest worker
+    on a machine with several."""
+    import torch
+
+    env = {
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(workdir, "inductor-cache"),
+        "TRITON_CACHE_DIR": os.path.join(workdir, "triton-cache"),
+        "TORCHINDUCTOR_COMPILE_THREADS": "1",
+    }
+    if not torch.cuda.is_available():
+        env["TRITON_INTERPRET"] = "1"
+    elif torch.cuda.device_count() > 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        index = int("".join(ch for ch in worker if ch.isdigit()) or 0)
+        env["CUDA_VISIBLE_DEVICES"] = str(index % torch.cuda.device_count())
+    return env
+
+
+class RunnerDied(Exception):
+    pass
+
+
+class Runner:
+    def __init__(
+        self,
+        case_modules: list[str],
+        workdir: str,
+        env: dict[str, str] | None = None,
+        cells_per_process: int | None = None,
+        start_timeout: float = 300.0,
+    ):
+        self.case_modules = list(case_modules)
+        self.workdir = workdir
+        self.env = env or {}
+        self.cells_per_process = cells_per_process
+        self.start_timeout = start_timeout
+        self.log_path = os.path.join(workdir, "runner.log")
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
+        self._served = 0
+        os.makedirs(workdir, exist_ok=True)
+
+    # -- process management -------------------------------------------------------------------
+
+    def _start(self) -> float:
+        began = time.perf_counter()
+        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
+        log = open(self.log_path, "ab")
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.runner", *self.case_modules],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            cwd=os.getcwd(),
+            start_new_session=True,  # its own process group: a timeout kills compile workers too
+        )
+        log.close()
+        self._buffer = b""
+        self._served = 0
+        event = self._next_event(time.monotonic() + self.start_timeout)
+        if event is None or event["event"] != "ready":
+            tail = self._log_tail(0)
+            self.stop()
+            raise RunnerDied(f"the runner process did not start: {event or 'no answer'}; log: {' | '.join(tail[-5:])}")
+        return time.perf_counter() - began
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream:
+                stream.close()
+
+    def _alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def _next_event(self, deadline: float) -> dict[str, Any] | None:
+        """The next JSON event; {"event": "eof"} when the child closed its end (it died); None past the deadline."""
+        assert self._proc and self._proc.stdout
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return {"event": "eof"}
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def _log_tail(self, offset: int) -> list[str]:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                text = f.read().decode(errors="replace")
+        except OSError:
+            return []
+        return [line for line in text.splitlines() if line.strip()][-LOG_TAIL_LINES:]
+
+    # -- running a cell -----------------------------------------------------------------------
+
+    def run(self, cell: Cell, config: Settings, timeout: float) -> CellResult:
+        began = time.perf_counter()
+        started = 0.0
+        if not self._alive():
+            self.stop()
+            started = self._start()
+        assert self._proc and self._proc.stdin
+        log_offset = os.path.getsize(self.log_path)
+        request = {"cell": cell.id, "settings": asdict(config)}
+        self._proc.stdin.write((json.dumps(request) + "\n").encode())
+        self._proc.stdin.flush()
+
+        stage = Stage.SETUP
+        deadline = time.monotonic() + timeout
+        result: CellResult | None = None
+        while result is None:
+            event = self._next_event(deadline)
+            if event is None or event["event"] == "eof":
+                result = self._lost(cell, stage, timeout, log_offset, timed_out=event is None)
+            elif event["event"] == "stage":
+                stage = Stage(event["stage"])
+            elif event["event"] == "result":
+                result = CellResult.from_json(event["result"])
+                self._served += 1
+                healthy = self._next_event(time.monotonic() + 60)
+                if healthy is None or healthy["event"] != "healthy":
+                    # The cell left the process unusable (a poisoned CUDA context): the next cell gets a new one.
+                    result.log_tail = self._log_tail(log_offset)
+                    self.stop()
+        if self.cells_per_process and self._served >= self.cells_per_process:
+            self.stop()
+        result.timings.process_start = started
+        result.timings.wall = time.perf_counter() - began
+        return result
+
+    def _lost(self, cell: Cell, stage: Stage, timeout: float, log_offset: int, timed_out: bool) -> CellResult:
+        proc = self._proc
+        assert proc
+        if not timed_out:
+            try:  # its pipe closed as it died; the exit status follows a moment later
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                pass
+        self.stop()
+        returncode = proc.returncode
+        tail = self._log_tail(log_offset)
+        result = CellResult(cell=cell.id, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value, outcome=Outcome.CRASH, stage=stage)
+        result.log_tail = tail
+        if timed_out:
+            result.outcome = Outcome.TIMEOUT
+            result.message = f"no result after {timeout:.0f} s, during {stage.value}"
+        else:
+            if returncode is not None and returncode < 0:
+                result.signal = signal.Signals(-returncode).name
+                result.message = f"killed by {result.signal} during {stage.value}"
+            else:
+                result.message = f"runner exited with status {returncode} during {stage.value}"
+            fatal = next((line for line in tail if "Fatal Python error" in line or "Error" in line), None)
+            if fatal:
+                result.message += f": {fatal.strip()[:300]}"
+        self.stop()
+        return result
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- the child process --------------------------------------------------------------------------
+
+
+def _health_check(device: str) -> bool:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if device != "cuda":
+        return True
+    try:
+        torch.cuda.synchronize()
+        ok = torch.ones(1, device="cuda").add_(1).item() == 2.0
+        torch.cuda.empty_cache()
+        return ok
+    except Exception:
+        return False
+
+
+def main(case_modules: list[str]) -> None:
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything printed by kernels or PyTorch goes to the log, not the protocol
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+
+    def send(event: dict[str, Any]) -> None:
+        protocol.write(json.dumps(event) + "\n")
+        protocol.flush()
+
+    import torch
+
+    from harness import cell as cells
+    from harness import registry
+
+    cases = registry.load(case_modules)
+    from harness.probe import broken_dtypes
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    _configure_torch()
+    broken = broken_dtypes(device)
+    send({"event": "ready", "device": device, "broken_dtypes": broken})
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        cell = Cell.parse(request["cell"])
+        config = Settings(**request["settings"])
+        case = cases.get(cell.case)
+        if case is None:
+            result = CellResult(
+                cell=cell.id, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value,
+                outcome=Outcome.ERROR, stage=Stage.SETUP, message=f"no case named {cell.case!r} in {case_modules}",
+            )
+        else:
+            result = cells.run(
+                cell, case, config, device, on_stage=lambda s: send({"event": "stage", "stage": s.value}), broken_dtypes=broken
+            )
+        send({"event": "result", "result": result.to_json()})
+        if not _health_check(device):
+            send({"event": "unhealthy"})
+            os._exit(3)
+        send({"event": "healthy"})
+
+
+def _configure_torch() -> None:
+    import torch._dynamo.config as dynamo_config
+
+    # Many dtypes and shapes per cell: never fall back to eager silently at the recompile limit.
+    dynamo_config.recompile_limit = 64
+    if hasattr(dynamo_config, "fail_on_recompile_limit_hit"):
+        dynamo_config.fail_on_recompile_limit_hit = True
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

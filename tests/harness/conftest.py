@@ -1,0 +1,30 @@
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from harness.cell import Cell, Settings
+from harness.path import Path
+from harness.runner import Runner, runner_env
+from harness.wrapping import Wrapping
+
+PLANTED = os.path.join(os.path.dirname(__file__), "planted.py")
+
+
+@pytest.fixture(scope="module")
+def planted_runner():
+    workdir = tempfile.mkdtemp(prefix="tcm-test-")
+    with Runner([PLANTED], workdir, env=runner_env(workdir)) as runner:
+        yield runner
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def run_planted(planted_runner):
+    def run(case, wrapping="raw", path="eager", timeout=120.0, runner=None):
+        runner = runner or planted_runner
+        cell = Cell(case, Wrapping(wrapping), Path(path))
+        return runner.run(cell, Settings(max_examples=10, workdir=runner.workdir), timeout)
+
+    return run

@@ -1,0 +1,107 @@
+"""Cases planted to fail in known ways; the harness's own tests check what it records for each.
+
+Not part of the default chart: the matrix loads them only when named with `--cases`.
+"""
+
+import ctypes
+import os
+import signal
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+from harness import Case, inputs
+
+
+@triton.jit
+def add_one_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(in_ptr + offsets, mask=mask) + 1, mask=mask)
+
+
+@triton.jit
+def copy_first_half_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements // 2
+    tl.store(out_ptr + offsets, tl.load(in_ptr + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def copy_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(in_ptr + offsets, mask=mask), mask=mask)
+
+
+def _launch_with(kernel_attr):
+    def launch(k, x: torch.Tensor) -> torch.Tensor:
+        out = k.empty_like(x)
+        n = x.numel()
+        getattr(k, kernel_attr)[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
+        return out
+
+    return launch
+
+
+def _identity(x):
+    return x.clone()
+
+
+def _planted(name, kernel, launch, **overrides):
+    fields = dict(
+        name=name,
+        kernels=(kernel,),
+        launch=launch,
+        reference=_identity,
+        make_inputs=inputs.randn(1),
+        shapes=inputs.shapes(300),
+        example_shape=(40,),
+        dtypes=(torch.float32,),
+        tags=frozenset({"planted"}),
+    )
+    fields.update(overrides)
+    return Case(**fields)
+
+
+def _copy_then(action):
+    copy = _launch_with("copy_kernel")
+
+    def launch(k, x: torch.Tensor) -> torch.Tensor:
+        action()
+        return copy(k, x)
+
+    return launch
+
+
+def _raise_when_traced():
+    if torch.compiler.is_compiling():
+        raise RuntimeError("planted: this launcher refuses to be traced")
+
+
+def _segfault():
+    ctypes.string_at(0)
+
+
+def _hang():
+    time.sleep(3600)
+
+
+def _kill_pytest_worker():
+    # The runner's parent is the pytest(-xdist) worker: this takes the worker down mid-cell.
+    os.kill(os.getppid(), signal.SIGKILL)
+    time.sleep(60)
+
+
+CASES = [
+    _planted("planted_wrong", add_one_kernel, _launch_with("add_one_kernel")),
+    _planted("planted_unwritten", copy_first_half_kernel, _launch_with("copy_first_half_kernel")),
+    _planted("planted_raises_at_trace", copy_kernel, _copy_then(_raise_when_traced)),
+    _planted("planted_segfault", copy_kernel, _copy_then(_segfault)),
+    _planted("planted_abort", copy_kernel, _copy_then(os.abort)),
+    _planted("planted_hang", copy_kernel, _copy_then(_hang)),
+    _planted("planted_kills_worker", copy_kernel, _copy_then(_kill_pytest_worker)),
+    _planted("planted_ok", copy_kernel, _launch_with("copy_kernel")),
+]

@@ -1,0 +1,62 @@
+"""The matrix as a user runs it: pytest with xdist workers, the controller merging and writing reports."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.harness.conftest import PLANTED
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_matrix(tmp_path, selection, workers=2):
+    reports = tmp_path / "reports"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider",
+         f"--cases={PLANTED}", f"--report-dir={reports}", "--matrix-profile=ci", "--cell-timeout=120", "-k", selection,
+         "tests/test_matrix.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    results = json.loads((reports / "results.json").read_text()) if (reports / "results.json").exists() else None
+    return proc, results, reports
+
+
+def outcomes(results):
+    return {c["cell"]: c for c in results["cells"]}
+
+
+def test_failing_cells_are_data_and_reports_are_written(tmp_path):
+    proc, results, reports = run_matrix(
+        tmp_path, "(planted_wrong or planted_segfault or planted_ok or planted_raises_at_trace) and raw and (eager or compile_fullgraph)"
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    cells = outcomes(results)
+    assert len(cells) == 8
+    assert results["complete"] is True and results["missing"] == []
+    assert cells["planted_wrong-raw-eager"]["outcome"] == "wrong"
+    assert cells["planted_segfault-raw-eager"]["outcome"] == "crash"
+    assert cells["planted_segfault-raw-eager"]["signal"] == "SIGSEGV"
+    assert cells["planted_ok-raw-eager"]["outcome"] == "pass"
+    trace = cells["planted_raises_at_trace-raw-compile_fullgraph"]
+    assert (trace["outcome"], trace["stage"]) == ("fail", "compile")
+    matrix = (reports / "MATRIX.md").read_text()
+    assert "planted: this launcher refuses to be traced" in matrix
+    assert "CRASH SIGSEGV @run" in matrix
+    support = (reports / "SUPPORT.md").read_text()
+    assert "| [eager](MATRIX.md#eager)" in support
+    assert results["fingerprint"]["compiler"]["resolved"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="kills a process by pid")
+def test_a_killed_worker_is_its_cells_crash_not_a_missing_cell(tmp_path):
+    proc, results, _ = run_matrix(tmp_path, "(planted_kills_worker or planted_ok) and raw and eager")
+    assert proc.returncode == 1  # pytest says a worker died; the matrix still has every cell
+    cells = outcomes(results)
+    killed = cells["planted_kills_worker-raw-eager"]
+    assert killed["outcome"] == "crash"
+    assert "pytest worker running this cell died" in killed["message"]
+    assert cells["planted_ok-raw-eager"]["outcome"] == "pass"
+    assert results["missing"] == []

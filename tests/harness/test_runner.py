@@ -1,0 +1,82 @@
+"""Planted kernels through the isolated runner: each fault is recorded with the right outcome, stage
+and message, and the next cell still runs."""
+
+import math
+import shutil
+import tempfile
+
+from harness.outcome import Outcome, Stage
+from harness.runner import Runner, runner_env
+
+from tests.harness.conftest import PLANTED
+
+
+def test_wrong_result_is_wrong_with_error_and_smallest_example(run_planted):
+    result = run_planted("planted_wrong")
+    assert result.outcome is Outcome.WRONG
+    assert result.stage is Stage.RUN
+    assert math.isclose(result.max_error, 1.0, rel_tol=1e-6)
+    assert result.example == "float32 shape=(1,) seed=0"  # hypothesis shrank it to the smallest input
+    assert "differs from the reference" in result.message
+
+
+def test_unwritten_output_cannot_pass(run_planted):
+    result = run_planted("planted_unwritten")
+    assert result.outcome is Outcome.WRONG
+    assert result.max_error == math.inf
+    assert "NaN where the reference has a number" in result.mismatched
+
+
+def test_raise_while_traced_fails_at_compile_with_the_users_message(run_planted):
+    assert run_planted("planted_raises_at_trace", path="eager").outcome is Outcome.PASS
+    result = run_planted("planted_raises_at_trace", path="compile_fullgraph")
+    assert result.outcome is Outcome.FAIL
+    assert result.stage is Stage.COMPILE
+    assert result.error_type == "torch._dynamo.exc.Unsupported"
+    assert "planted: this launcher refuses to be traced" in result.message
+
+
+def test_segfault_is_a_crash_and_the_next_cell_runs(run_planted):
+    result = run_planted("planted_segfault")
+    assert result.outcome is Outcome.CRASH
+    assert result.signal == "SIGSEGV"
+    assert result.stage is Stage.RUN
+    assert "Segmentation fault" in result.message
+    assert any("Fatal Python error" in line for line in result.log_tail)
+    after = run_planted("planted_ok")
+    assert after.outcome is Outcome.PASS
+    assert after.timings.process_start > 0  # a new runner process took over
+
+
+def test_abort_is_a_crash(run_planted):
+    result = run_planted("planted_abort")
+    assert result.outcome is Outcome.CRASH
+    assert result.signal == "SIGABRT"
+    assert run_planted("planted_ok").outcome is Outcome.PASS
+
+
+def test_hang_is_a_timeout_at_its_stage_and_the_next_cell_runs(run_planted):
+    result = run_planted("planted_hang", timeout=15)
+    assert result.outcome is Outcome.TIMEOUT
+    assert result.stage is Stage.RUN
+    assert "no result after 15 s" in result.message
+    assert 15 <= result.timings.wall < 60
+    assert run_planted("planted_ok").outcome is Outcome.PASS
+
+
+def test_one_process_per_cell_when_asked(run_planted):
+    workdir = tempfile.mkdtemp(prefix="tcm-test-")
+    try:
+        with Runner([PLANTED], workdir, env=runner_env(workdir), cells_per_process=1) as fresh:
+            first = run_planted("planted_ok", runner=fresh)
+            second = run_planted("planted_ok", runner=fresh)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert first.outcome is second.outcome is Outcome.PASS
+    assert first.timings.process_start > 0 and second.timings.process_start > 0
+
+
+def test_unknown_case_is_a_harness_error(run_planted):
+    result = run_planted("no_such_case")
+    assert result.outcome is Outcome.ERROR
+    assert "no case named 'no_such_case'" in result.message

@@ -1,0 +1,154 @@
+"""The harness's pure parts: ids, case validation, comparison, results files, blame and the chart."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from harness import Case, CaseError, inputs, registry
+from harness.__main__ import main as cli
+from harness.__main__ import merge
+from harness.cell import Cell, Mismatch, compare
+from harness.outcome import CellResult, Outcome, Stage
+from harness.path import Path
+from harness.report import blame_environment, support_chart
+from harness.results import Results, ResultsError, load, save
+from harness.wrapping import Wrapping
+
+from tests.harness.conftest import PLANTED
+from tests.harness.planted import CASES, _launch_with, copy_kernel
+
+
+def test_cell_ids_round_trip_and_bad_ids_say_what_is_expected():
+    cell = Cell("add_autotuned", Wrapping.TRITON_OP, Path.EXPORT_NONSTRICT)
+    assert cell.id == "add_autotuned-triton_op-export_nonstrict"
+    assert Cell.parse(cell.id) == cell
+    with pytest.raises(ValueError, match="expected CASE-WRAPPING-PATH"):
+        Cell.parse("add-triton_op-export_sideways")
+
+
+def _case(**overrides):
+    fields = dict(
+        name="good", kernels=(copy_kernel,), launch=_launch_with("copy_kernel"), reference=lambda x: x.clone(),
+        make_inputs=lambda shape, dtype, device, gen: (torch.zeros(shape, dtype=dtype),),
+        shapes=inputs.shapes(64), example_shape=(8,),
+    )
+    fields.update(overrides)
+    return Case(**fields)
+
+
+@pytest.mark.parametrize(
+    "overrides, problem",
+    [
+        (dict(name="Bad-Name"), "lower_snake_case"),
+        (dict(kernels=()), "kernels is empty"),
+        (dict(kernels=(len,)), "not a Triton kernel"),
+        (dict(example_shape=(1,)), "batch"),
+        (dict(dtypes=(torch.int32,)), "no default tolerance"),
+        (dict(launch=lambda k, x: x), "needs a type annotation"),
+        (dict(reference=lambda x, y: x), "reference cannot take"),
+        (dict(mutates=frozenset({"y"})), "not launcher parameters"),
+        (dict(shapes=[(1,)]), "hypothesis strategy"),
+    ],
+)
+def test_malformed_cases_name_the_case_and_the_fix(overrides, problem):
+    with pytest.raises(CaseError, match=problem) as info:
+        _case(**overrides)
+    assert "case '" in str(info.value)
+
+
+def test_every_builtin_case_loads_and_duplicates_are_refused():
+    cases = registry.load()
+    assert set(cases) == {"add", "add_autotuned", "scale_inplace", "silu", "sin", "softmax_rows"}
+    with pytest.raises(CaseError, match="defined twice"):
+        registry.load([PLANTED, PLANTED])
+
+
+def test_compare_checks_values_shapes_and_declared_mutation():
+    case = CASES[0]
+    x = torch.ones(4)
+    compare(case, torch.float32, [x], [x.clone()], ["out"])
+    with pytest.raises(Mismatch) as info:
+        compare(case, torch.float32, [x], [x + 1], ["out"])
+    assert info.value.max_error == 1.0 and info.value.mismatched == "4 of 4"
+    with pytest.raises(Mismatch, match="shape/dtype"):
+        compare(case, torch.float32, [x], [torch.ones(5)], ["out"])
+    with pytest.raises(Mismatch) as info:
+        compare(case, torch.float32, [x], [torch.full((4,), math.nan)], ["out"])
+    assert "never written" in info.value.mismatched
+
+
+def _result(cell_id, outcome=Outcome.PASS, stage=None):
+    cell = Cell.parse(cell_id)
+    return CellResult(cell=cell_id, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value, outcome=outcome, stage=stage)
+
+
+FINGERPRINT = {"mode": "gpu", "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0", "gpu": {"name": "H200"}, "compiler": {"CXX": "g++"}}
+
+
+def test_environment_blame_needs_the_control_to_fail_no_later_than_the_cell():
+    cells = [
+        _result("add-control-aoti_strict", Outcome.CRASH, Stage.AOT_LOAD),
+        _result("add-triton_op-aoti_strict", Outcome.CRASH, Stage.AOT_LOAD),
+        _result("add-raw-aoti_strict", Outcome.FAIL, Stage.EXPORT),
+        _result("add-custom_op-aoti_strict"),
+        _result("add-raw-export_strict", Outcome.FAIL, Stage.EXPORT),
+    ]
+    blame_environment(cells)
+    blamed = {c.cell: c.blamed_on for c in cells}
+    assert blamed["add-triton_op-aoti_strict"] == "add-control-aoti_strict"
+    assert blamed["add-raw-aoti_strict"] is None  # failed before the control did: the wrapping's fault
+    assert blamed["add-custom_op-aoti_strict"] is None
+    assert blamed["add-raw-export_strict"] is None  # the control passes export (no control cell: no blame)
+    chart = support_chart(Results(fingerprint=FINGERPRINT, cells=cells))
+    assert "**FAILS (1/1): path broken here**: CRASH @aot_load" in chart
+    assert "n/a: environment; 1 env: control fails too" in chart
+
+
+def test_support_chart_counts_yes_no_partial():
+    cells = [
+        _result("a-raw-eager"), _result("b-raw-eager"),
+        _result("a-triton_op-eager"), _result("b-triton_op-eager", Outcome.WRONG, Stage.RUN),
+        _result("a-custom_op-eager", Outcome.FAIL, Stage.RUN), _result("b-custom_op-eager", Outcome.TIMEOUT, Stage.RUN),
+    ]
+    row = next(line for line in support_chart(Results(fingerprint=FINGERPRINT, cells=cells)).splitlines() if "MATRIX.md#eager" in line)
+    assert [part.strip() for part in row.split("|")[2:5]] == ["Yes (2/2)", "Partial (1/2)", "No (0/2)"]
+
+
+def test_results_round_trip_and_bad_files_are_named(tmp_path):
+    path = tmp_path / "results.json"
+    save(Results(fingerprint=FINGERPRINT, cells=[_result("add-raw-eager", Outcome.FAIL, Stage.RUN)]), str(path))
+    loaded = load(str(path))
+    assert loaded.cells[0].outcome is Outcome.FAIL and loaded.cells[0].stage is Stage.RUN
+
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(path.read_text()[:50])
+    with pytest.raises(ResultsError, match="truncated.json: not JSON"):
+        load(str(truncated))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"hello": 1}))
+    with pytest.raises(ResultsError, match="not a triton-compat-matrix results file"):
+        load(str(other))
+    newer = tmp_path / "newer.json"
+    newer.write_text(path.read_text().replace('"version": 1', '"version": 99'))
+    with pytest.raises(ResultsError, match="schema version 99"):
+        load(str(newer))
+    with pytest.raises(ResultsError, match="cannot read"):
+        load(str(tmp_path / "absent.json"))
+
+
+def test_report_command_merges_split_runs_of_one_environment(tmp_path, capsys):
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    save(Results(fingerprint=FINGERPRINT, cells=[_result("add-raw-eager")]), str(first))
+    save(Results(fingerprint=FINGERPRINT, cells=[_result("add-raw-aoti_strict", Outcome.CRASH, Stage.AOT_LOAD)]), str(second))
+    assert cli(["report", str(first), str(second), "--out", str(tmp_path / "out")]) == 0
+    merged = load(str(tmp_path / "out" / "results.json"))
+    assert {c.cell for c in merged.cells} == {"add-raw-eager", "add-raw-aoti_strict"}
+
+    other = tmp_path / "c.json"
+    save(Results(fingerprint={**FINGERPRINT, "torch": "2.12.0"}, cells=[_result("add-raw-export_strict")]), str(other))
+    with pytest.raises(ResultsError, match="different environment"):
+        merge([(str(first), load(str(first))), (str(other), load(str(other)))])
+    assert cli(["report", str(first), str(first), "--out", str(tmp_path / "out")]) == 2
+    assert "already in an earlier file" in capsys.readouterr().err

@@ -1,0 +1,15 @@
+"""The matrix: one test per (case, wrapping style, compile path).
+
+A cell's outcome is data for the reports, not a verdict: the test fails only when the case or the
+harness itself broke.
+"""
+
+import pytest
+
+from harness.outcome import Outcome
+
+
+def test_cell(cell, run_cell):
+    result = run_cell(cell)
+    if result.outcome is Outcome.ERROR:
+        pytest.fail(f"{cell.id}: the case or the harness broke at {result.stage}: {result.error_type}: {result.message}")
