@@ -58,6 +58,8 @@ def git_commit() -> dict[str, Any]:
     here = os.path.dirname(os.path.abspath(__file__))
     commit = _run("git", "-C", here, "rev-parse", "HEAD")
     dirty = None
+    if commit is None and os.environ.get("GIT_COMMIT"):  # a copy of the tree without .git, as CI runners make
+        return {"commit": os.environ["GIT_COMMIT"], "dirty": None, "source": "GIT_COMMIT"}
     if commit:
         try:
             status = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=30)

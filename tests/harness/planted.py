@@ -36,6 +36,14 @@ def copy_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, tl.load(in_ptr + offsets, mask=mask), mask=mask)
 
 
+@triton.jit
+def read_far_out_of_bounds_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    far = in_ptr + offsets + (1 << 40)  # a terabyte past the input: an illegal address on a GPU
+    tl.store(out_ptr + offsets, tl.load(far, mask=mask), mask=mask)
+
+
 def _launch_with(kernel_attr):
     def launch(k, x: torch.Tensor) -> torch.Tensor:
         out = k.empty_like(x)
@@ -103,5 +111,6 @@ CASES = [
     _planted("planted_abort", copy_kernel, _copy_then(os.abort)),
     _planted("planted_hang", copy_kernel, _copy_then(_hang)),
     _planted("planted_kills_worker", copy_kernel, _copy_then(_kill_pytest_worker)),
+    _planted("planted_illegal_address", read_far_out_of_bounds_kernel, _launch_with("read_far_out_of_bounds_kernel")),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel")),
 ]

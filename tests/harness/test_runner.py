@@ -5,6 +5,9 @@ import math
 import shutil
 import tempfile
 
+import pytest
+import torch
+
 from harness.outcome import Outcome, Stage
 from harness.runner import Runner, runner_env
 
@@ -62,6 +65,17 @@ def test_hang_is_a_timeout_at_its_stage_and_the_next_cell_runs(run_planted):
     assert "no result after 15 s" in result.message
     assert 15 <= result.timings.wall < 60
     assert run_planted("planted_ok").outcome is Outcome.PASS
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="an illegal address poisons a CUDA context; the interpreter has none")
+def test_poisoned_cuda_context_costs_one_cell(run_planted):
+    result = run_planted("planted_illegal_address")
+    assert result.outcome in (Outcome.FAIL, Outcome.CRASH)
+    assert result.stage is Stage.RUN
+    assert "illegal" in (result.message or "") + " ".join(result.log_tail)
+    after = run_planted("planted_ok")
+    assert after.outcome is Outcome.PASS
+    assert after.timings.process_start > 0  # the poisoned runner was replaced
 
 
 def test_one_process_per_cell_when_asked(run_planted):
