@@ -1,10 +1,12 @@
 """Elementwise add of two tensors: the vector-add kernel of the torch.compile Triton tutorial."""
 
+from math import prod
+
 import torch
 import triton
 import triton.language as tl
 
-from harness import Case, inputs
+from harness import Backward, Case, inputs
 
 
 @triton.jit
@@ -25,6 +27,14 @@ def launch(k, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def backward(k, grad: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return grad, grad
+
+
+def numel(x_shape, y_shape):
+    return prod(x_shape)
+
+
 CASE = Case(
     name="add",
     kernels=(add_kernel,),
@@ -33,6 +43,8 @@ CASE = Case(
     make_inputs=inputs.randn(2),
     shapes=inputs.shapes(4096),
     example_shape=(300,),
+    backward=Backward(backward),
+    flops=numel,
     tags=frozenset({"elementwise", "tutorial"}),
     description="x + y, two inputs, a lambda grid over BLOCK_SIZE",
 )

@@ -3,8 +3,8 @@
 import torch
 import triton
 
-from cases.add import add_kernel
-from harness import Case, inputs
+from cases.add import add_kernel, backward, numel
+from harness import Backward, Case, inputs
 
 add_kernel_autotuned = triton.autotune(
     configs=[
@@ -32,6 +32,8 @@ CASE = Case(
     make_inputs=inputs.randn(2),
     shapes=inputs.shapes(4096),
     example_shape=(300,),
+    backward=Backward(backward),
+    flops=numel,
     tags=frozenset({"elementwise", "autotune", "tutorial"}),
     description="three configs keyed on n_elements; the block size comes from the chosen config",
 )

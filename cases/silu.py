@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from harness import Case, inputs
+from harness import Backward, Case, inputs
 
 
 @triton.jit
@@ -26,6 +26,12 @@ def launch(k, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def backward(k, grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    x32 = x.float()
+    s = torch.sigmoid(x32)
+    return (grad.float() * s * (1 + x32 * (1 - s))).to(x.dtype)
+
+
 CASE = Case(
     name="silu",
     kernels=(silu_kernel,),
@@ -35,6 +41,7 @@ CASE = Case(
     shapes=inputs.shapes(512, 128),
     example_shape=(8, 128),
     max_batch=1024,
+    backward=Backward(backward),
     tags=frozenset({"elementwise", "blog"}),
     description="x * sigmoid(x) in float32, cast back; 2-D input flattened by the kernel",
 )

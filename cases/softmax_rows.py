@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from harness import Case, Tolerance, inputs
+from harness import Backward, Case, Tolerance, inputs
 
 
 @triton.jit
@@ -26,6 +26,12 @@ def launch(k, x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def backward(k, grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    y = torch.softmax(x.float(), dim=-1)
+    g = grad.float()
+    return (y * (g - (g * y).sum(dim=-1, keepdim=True))).to(x.dtype)
+
+
 CASE = Case(
     name="softmax_rows",
     kernels=(softmax_kernel,),
@@ -35,6 +41,7 @@ CASE = Case(
     shapes=inputs.shapes(16, 33, 300),
     example_shape=(4, 5, 33),
     max_batch=64,
+    backward=Backward(backward),
     tolerances={torch.float32: Tolerance(atol=1e-6, rtol=1e-5)},
     tags=frozenset({"reduction", "2d-grid"}),
     description="grid (batch, rows); the block covers a row, next_power_of_2(cols) wide",

@@ -76,6 +76,20 @@ def kernel_name(kernel: Any) -> str:
 
 
 @dataclass(frozen=True)
+class Backward:
+    """The gradient of a case with one output.
+
+    launch(k, grad, *inputs) returns the gradient of each tensor input (a tuple when there are several).
+    With `kernels`, it calls them as `k.<kernel name>[grid](...)` and the harness wraps them for each
+    style (their own triton_op for the triton_op style, as the tutorial's mysin/mycos); with none, it is
+    plain PyTorch.
+    """
+
+    launch: Callable[..., Any]
+    kernels: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
 class Case:
     """A Triton kernel under test.
 
@@ -90,6 +104,8 @@ class Case:
     example_shape: the shape export and AOTInductor trace with (batch at least 2); their checks
         vary only the batch, up to `max_batch`.
     mutates: names of inputs the launcher writes in place (declared as `mutates_args`).
+    backward: how to differentiate it (training rows); None: the case has no gradient.
+    flops: flops(*input shapes) -> int, registered with register_flop_formula on the operator styles.
     """
 
     name: str
@@ -103,6 +119,8 @@ class Case:
     max_batch: int = 1024
     tolerances: Mapping[torch.dtype, Tolerance] = field(default_factory=dict)
     mutates: frozenset[str] = frozenset()
+    backward: Backward | None = None
+    flops: Callable[..., int] | None = None
     tags: frozenset[str] = frozenset()
     description: str = ""
     module: str = ""
@@ -138,6 +156,18 @@ class Case:
         unknown = set(self.mutates) - {p.name for p in params}
         if unknown:
             raise CaseError(self.name, f"mutates names {sorted(unknown)}, which are not launcher parameters")
+        if self.backward is not None:
+            if self.mutates:
+                raise CaseError(self.name, "a case that mutates its inputs cannot declare a backward")
+            if not callable(self.backward.launch):
+                raise CaseError(self.name, "backward.launch must be a function")
+            for kernel in self.backward.kernels:
+                try:
+                    kernel_name(kernel)
+                except TypeError as exc:
+                    raise CaseError(self.name, f"backward: {exc}") from None
+        if self.flops is not None and not callable(self.flops):
+            raise CaseError(self.name, "flops must be a function of the input shapes")
         try:
             inspect.signature(self.reference).bind(*params)
         except TypeError as exc:

@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import path as paths
+from harness import subsystems
+from harness import training as train
 from harness import wrapping as wrappings
 from harness.case import Case, Example, dtype_name
 from harness.outcome import CellResult, Outcome, Stage, Timings, detail, first_line
@@ -62,7 +64,7 @@ class Settings:
 
 class Mismatch(AssertionError):
     def __init__(self, what: str, max_error: float, mismatched: str):
-        super().__init__(f"{what} differs from the reference: max abs error {max_error:.3g}; mismatched elements: {mismatched}")
+        super().__init__(f"{what} differs from the reference: {mismatched} (max abs error {max_error:.3g})")
         self.max_error = max_error
         self.mismatched = mismatched
 
@@ -77,10 +79,11 @@ class CaseProblem(Exception):
 
 
 def _flatten(value: Any) -> list[Any]:
+    """Outputs as a list: a None result is no output; a None inside a list (a missing gradient) stays."""
     if value is None:
         return []
     if isinstance(value, (tuple, list)):
-        return [x for v in value for x in _flatten(v)]
+        return [x for v in value for x in (_flatten(v) if isinstance(v, (tuple, list)) else [v])]
     return [value]
 
 
@@ -94,6 +97,12 @@ def compare(case: Case, dtype: torch.dtype, expected: list[Any], actual: list[An
         raise Mismatch("the number of outputs", math.inf, f"{len(actual)} vs {len(expected)}")
     tol = case.tolerance(dtype)
     for name, e, a in zip(names, expected, actual):
+        if isinstance(e, torch.Tensor) and a is None:
+            raise Mismatch(name, math.inf, "it is missing (None) where the reference has one: cut off from the autograd graph")
+        if isinstance(e, torch.Tensor) and e.dim() == 0 and not e.is_floating_point() and isinstance(a, torch.Tensor):
+            if int(a) != int(e):
+                raise Mismatch(name, abs(int(a) - int(e)), f"{int(a)} where the reference has {int(e)}")
+            continue
         if not isinstance(e, torch.Tensor):
             if e != a:
                 raise Mismatch(name, math.inf, f"value {a!r} vs {e!r}")
@@ -108,16 +117,33 @@ def compare(case: Case, dtype: torch.dtype, expected: list[Any], actual: list[An
             max_error = float(diff.nan_to_num(nan=math.inf).max())
             unwritten = int((a.isnan() & ~e.isnan()).sum()) if a.is_floating_point() else 0
             note = f", {unwritten} NaN where the reference has a number (never written?)" if unwritten else ""
-            raise Mismatch(name, max_error, f"{int((~close).sum())} of {e.numel()}{note}")
+            raise Mismatch(name, max_error, f"{int((~close).sum())} of {e.numel()} elements{note}")
+
+
+SUBSYSTEM_OUTPUTS = {Path.FLOP_COUNTER: ["the flop count"], Path.TENSOR_SUBCLASS: ["the result's .a", "the result's .b"]}
 
 
 def _example_strategy(case: Case, path: Path) -> st.SearchStrategy[Example]:
+    if path is Path.OPCHECK:  # opcheck is slow and shape-blind: once per dtype
+        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0))
     if path.kind in (Kind.EXPORT, Kind.AOTI):
         # The artifact is traced once per dtype; only the dynamic batch may change.
         shapes = st.integers(1, case.max_batch).map(case.export_shape)
     else:
         shapes = case.shapes
     return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1))
+
+
+def skip_reason(cell: Cell, case: Case) -> str | None:
+    """Why a row does not apply to this cell (the chart leaves skipped cells out of its counts)."""
+    if cell.path.kind is Kind.TRAIN:
+        if case.mutates:
+            return "the case mutates its inputs: it has no gradient to check"
+        if case.backward is None and cell.wrapping in (Wrapping.RAW_AUTOGRAD, Wrapping.TRITON_OP, Wrapping.CUSTOM_OP):
+            return "the case declares no backward"
+    if cell.path.kind is Kind.SUBSYSTEM:
+        return subsystems.not_applicable(cell.path, case, cell.wrapping)
+    return None
 
 
 def run(
@@ -136,55 +162,94 @@ def run(
     broken = broken_dtypes or {}
     result.dtypes_skipped = {dtype_name(d): broken[dtype_name(d)] for d in case.dtypes if dtype_name(d) in broken}
     testable = tuple(d for d in case.dtypes if dtype_name(d) not in broken)
+    reason = skip_reason(cell, case)
     if not testable:
-        result.outcome = Outcome.SKIPPED
-        result.message = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
+        reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
+    if reason:
+        result.outcome, result.message = Outcome.SKIPPED, reason
         return result
     case = dataclasses.replace(case, dtypes=testable)
+    if cell.path is Path.CPU_FALLBACK:
+        device = "cpu"
     os.makedirs(config.workdir, exist_ok=True)
     timings = result.timings
     torch._dynamo.reset()
     from torch._dynamo.utils import counters
 
     counters.clear()
-    try:
-        on_stage(Stage.WRAP)
-        with _timed(timings, "wrap"):
-            try:
-                fn = wrappings.build(case, cell.wrapping)
-            except Exception as exc:
-                raise StageFailure(Stage.WRAP, exc) from exc
+    observer = paths.GraphObserver()
+    with _captured_warnings(result), torch._inductor.config.patch(post_grad_custom_post_pass=observer.inductor_pass()):
+        try:
+            on_stage(Stage.WRAP)
+            with _timed(timings, "wrap"):
+                try:
+                    if cell.path.kind is Kind.SUBSYSTEM:
+                        program, reference = subsystems.programs(cell.path, case, cell.wrapping)
+                    else:
+                        program, reference = wrappings.build(case, cell.wrapping), case.reference
+                except Exception as exc:
+                    raise StageFailure(Stage.WRAP, exc) from exc
+            training = cell.path.kind is Kind.TRAIN
+            if training:
+                reference = train.step(reference)
 
-        artifacts: dict[torch.dtype, Callable[..., Any]] = {}
+            artifacts: dict[torch.dtype, Callable[..., Any]] = {}
 
-        def artifact_for(dtype: torch.dtype) -> Callable[..., Any]:
-            if dtype not in artifacts:
-                first = Example(dtype, case.example_shape, seed=0)
-                inputs = _make_inputs(case, first, device)
-                label = f"{cell.id}-{dtype_name(dtype)}"
-                artifacts[dtype] = paths.build(cell.path, fn, inputs, case.max_batch, config.workdir, label, on_stage)
-                on_stage(Stage.RUN)
-            return artifacts[dtype]
+            def artifact_for(dtype: torch.dtype) -> Callable[..., Any]:
+                if dtype not in artifacts:
+                    inputs = _make_inputs(case, Example(dtype, case.example_shape, seed=0), device)
+                    if training:
+                        inputs = train.leaves(inputs)
+                    label = f"{cell.id}-{dtype_name(dtype)}"
+                    built = paths.build(cell.path, program, inputs, case.max_batch, config.workdir, label, on_stage, observer)
+                    artifacts[dtype] = train.step(built) if training else built
+                    on_stage(Stage.RUN)
+                return artifacts[dtype]
 
-        with _timed(timings, "build"):
-            artifact_for(case.dtypes[0])
-        with _timed(timings, "check"):
-            failure = _check(case, cell, config, device, artifact_for, result)
-        if failure is not None:
-            example_, error = failure
-            result.example = str(example_)
-            raise error
-    except Mismatch as exc:
-        result.outcome, result.stage = Outcome.WRONG, Stage.RUN
-        result.message, result.max_error, result.mismatched = first_line(exc), exc.max_error, exc.mismatched
-    except StageFailure as exc:
-        result.outcome, result.stage = Outcome.FAIL, exc.stage
-        result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
-    except CaseProblem as exc:
-        result.outcome, result.stage = Outcome.ERROR, exc.stage
-        result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
+            with _timed(timings, "build"):
+                artifact_for(case.dtypes[0])
+            with _timed(timings, "check"):
+                failure = _check(case, cell, config, device, artifact_for, reference, result)
+            if failure is not None:
+                example_, error = failure
+                result.example = str(example_)
+                raise error
+        except Mismatch as exc:
+            result.outcome, result.stage = Outcome.WRONG, Stage.RUN
+            result.message, result.max_error, result.mismatched = first_line(exc), exc.max_error, exc.mismatched
+        except StageFailure as exc:
+            result.outcome, result.stage = Outcome.FAIL, exc.stage
+            result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
+        except CaseProblem as exc:
+            result.outcome, result.stage = Outcome.ERROR, exc.stage
+            result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
     result.graph_breaks = sum(counters["graph_break"].values())
+    result.kernel_in_graph = observer.verdict(wrappings.OP_NAMESPACE)
     return result
+
+
+WARNINGS_KEPT = 5
+
+
+@contextlib.contextmanager
+def _captured_warnings(result: CellResult) -> Iterator[None]:
+    """Warnings PyTorch logs during the cell: silent degradation (a graph break, Triton mutation analysis
+    "assuming every input is mutated") is a finding, not a quiet pass."""
+    import logging
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            line = first_line(Exception(record.getMessage()))
+            if line and line not in result.warnings and len(result.warnings) < WARNINGS_KEPT:
+                result.warnings.append(line[:300])
+
+    handler = Keep(level=logging.WARNING)
+    logger = logging.getLogger("torch")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 @contextlib.contextmanager
@@ -215,6 +280,7 @@ def _check(
     config: Settings,
     device: str,
     artifact_for: Callable[[torch.dtype], Callable[..., Any]],
+    reference: Callable[..., Any],
     result: CellResult,
 ) -> tuple[Example, BaseException] | None:
     """Run the hypothesis examples; return the smallest failing example and its error, if any."""
@@ -237,7 +303,7 @@ def _check(
         inputs = _make_inputs(case, ex, device)
         ref_inputs, act_inputs = _clone(inputs), _clone(inputs)
         try:
-            expected = _flatten(case.reference(*ref_inputs))
+            expected = _flatten(reference(*ref_inputs))
         except Exception as exc:
             raise CaseProblem(Stage.REFERENCE, exc) from exc
         try:
@@ -248,13 +314,17 @@ def _check(
             raise
         input_names = [p.name for p in case.input_parameters()]
         tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+        graded = [input_names[i] for i in tensors if inputs[i].is_floating_point()] if cell.path.kind is Kind.TRAIN else []
+        names = SUBSYSTEM_OUTPUTS.get(cell.path) or (
+            [f"output {n}" for n in range(len(expected) - len(graded))] + [f"gradient of input {n!r}" for n in graded]
+        )
         try:
             compare(
                 case,
                 ex.dtype,
                 expected + [ref_inputs[i] for i in tensors],
                 actual + [act_inputs[i] for i in tensors],
-                [f"output {n}" for n in range(len(expected))] + [f"input {input_names[i]!r} after the call" for i in tensors],
+                names + [f"input {input_names[i]!r} after the call" for i in tensors],
             )
         except Mismatch as exc:
             failures.append((ex, exc))

@@ -56,6 +56,8 @@ class CellResult:
     examples_run: int = 0
     dtypes: list[str] = field(default_factory=list)
     graph_breaks: int | None = None
+    kernel_in_graph: str | None = None  # "traced", "opaque" or "absent", read off the compiled/exported graphs
+    warnings: list[str] = field(default_factory=list)  # what PyTorch logged as a warning during the cell
     dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this environment cannot test it
     signal: str | None = None
     blamed_on: str | None = None  # the control cell that fails on the same path: the environment, not the wrapping

@@ -16,6 +16,8 @@ class Kind(str, enum.Enum):
     COMPILE = "compile"
     EXPORT = "export"
     AOTI = "aoti"
+    TRAIN = "train"  # forward and backward, gradients checked
+    SUBSYSTEM = "subsystem"  # a PyTorch subsystem the style should compose with
 
 
 class Path(str, enum.Enum):
@@ -27,6 +29,13 @@ class Path(str, enum.Enum):
     EXPORT_NONSTRICT = "export_nonstrict"
     AOTI_STRICT = "aoti_strict"
     AOTI_NONSTRICT = "aoti_nonstrict"
+    TRAIN_EAGER = "train_eager"
+    TRAIN_COMPILE_FULLGRAPH = "train_compile_fullgraph"
+    TRAIN_COMPILE_DEFAULT = "train_compile_default"
+    OPCHECK = "opcheck"
+    FLOP_COUNTER = "flop_counter"
+    CPU_FALLBACK = "cpu_fallback"
+    TENSOR_SUBCLASS = "tensor_subclass"
 
     @property
     def kind(self) -> Kind:
@@ -41,9 +50,20 @@ class Path(str, enum.Enum):
         return self in (Path.EXPORT_STRICT, Path.AOTI_STRICT)
 
     @property
+    def compile_options(self) -> dict[str, Any] | None:
+        """torch.compile's arguments on the paths that compile the callable, else None."""
+        if self in (Path.COMPILE_FULLGRAPH, Path.TRAIN_COMPILE_FULLGRAPH):
+            return {"fullgraph": True}
+        if self in (Path.COMPILE_DEFAULT, Path.TRAIN_COMPILE_DEFAULT):
+            return {}
+        if self is Path.COMPILE_DYNAMIC:
+            return {"dynamic": True}
+        return None
+
+    @property
     def timeout_s(self) -> float:
         """Default limit for one cell; AOTInductor builds C++, so it gets the most."""
-        return {Kind.EAGER: 300.0, Kind.COMPILE: 600.0, Kind.EXPORT: 600.0, Kind.AOTI: 900.0}[self.kind]
+        return {Kind.AOTI: 900.0, Kind.EAGER: 300.0, Kind.SUBSYSTEM: 300.0}.get(self.kind, 600.0)
 
 
 _KINDS = {
@@ -55,6 +75,13 @@ _KINDS = {
     Path.EXPORT_NONSTRICT: Kind.EXPORT,
     Path.AOTI_STRICT: Kind.AOTI,
     Path.AOTI_NONSTRICT: Kind.AOTI,
+    Path.TRAIN_EAGER: Kind.TRAIN,
+    Path.TRAIN_COMPILE_FULLGRAPH: Kind.TRAIN,
+    Path.TRAIN_COMPILE_DEFAULT: Kind.TRAIN,
+    Path.OPCHECK: Kind.SUBSYSTEM,
+    Path.FLOP_COUNTER: Kind.SUBSYSTEM,
+    Path.CPU_FALLBACK: Kind.SUBSYSTEM,
+    Path.TENSOR_SUBCLASS: Kind.SUBSYSTEM,
 }
 
 _TITLES = {
@@ -66,6 +93,13 @@ _TITLES = {
     Path.EXPORT_NONSTRICT: "torch.export(strict=False)",
     Path.AOTI_STRICT: "AOTInductor (from strict export)",
     Path.AOTI_NONSTRICT: "AOTInductor (from non-strict export)",
+    Path.TRAIN_EAGER: "training, eager",
+    Path.TRAIN_COMPILE_FULLGRAPH: "training, torch.compile(fullgraph=True)",
+    Path.TRAIN_COMPILE_DEFAULT: "training, torch.compile",
+    Path.OPCHECK: "torch.library.opcheck",
+    Path.FLOP_COUNTER: "FlopCounterMode",
+    Path.CPU_FALLBACK: "CPU fallback (CPU tensors)",
+    Path.TENSOR_SUBCLASS: "tensor subclass (TwoTensor)",
 }
 
 
@@ -103,6 +137,7 @@ def build(
     workdir: str,
     label: str,
     on_stage: Callable[[Stage], None],
+    observer: GraphObserver | None = None,
 ) -> Callable[..., Any]:
     """Turn `fn` into what runs on this path, doing every ahead-of-time step now.
 
@@ -110,15 +145,13 @@ def build(
     first call, so their first call happens here too.
     """
     kind = path.kind
-    if kind is Kind.EAGER:
+    if kind in (Kind.EAGER, Kind.SUBSYSTEM) or (kind is Kind.TRAIN and path.compile_options is None):
         return fn
 
-    if kind is Kind.COMPILE:
-        compiled = torch.compile(
-            fn,
-            fullgraph=path is Path.COMPILE_FULLGRAPH,
-            dynamic=True if path is Path.COMPILE_DYNAMIC else None,
-        )
+    if kind in (Kind.COMPILE, Kind.TRAIN):
+        options = path.compile_options
+        assert options is not None
+        compiled = torch.compile(fn, **options)
         on_stage(Stage.COMPILE)
         call(compiled, example_inputs)
         return compiled
@@ -133,6 +166,8 @@ def build(
         )
     except Exception as exc:
         raise StageFailure(Stage.EXPORT, exc) from exc
+    if observer is not None:
+        observer.record(exported.graph)
     if kind is Kind.EXPORT:
         return exported.module()
 
@@ -161,3 +196,41 @@ def call(artifact: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
     except Exception as exc:
         is_compile = isinstance(exc, compile_stage_exception_types())
         raise StageFailure(Stage.COMPILE if is_compile else Stage.RUN, exc) from exc
+
+
+class GraphObserver:
+    """Records the operators in the graphs a path produced, to tell from the artifact itself (not from
+    the style's name) whether the compiler traced into the Triton kernel or called an opaque operator."""
+
+    def __init__(self) -> None:
+        self.targets: set[str] = set()
+
+    def record(self, graph: torch.fx.Graph) -> None:
+        for node in graph.nodes:
+            if node.op == "call_function":
+                target = node.target
+                name = target.name() if callable(getattr(target, "name", None)) else getattr(target, "__name__", str(target))
+                self.targets.add(str(name))
+
+    def verdict(self, op_namespace: str) -> str | None:
+        if not self.targets:
+            return None
+        if any("triton_kernel_wrapper" in t for t in self.targets):
+            return "traced"
+        if any(t.startswith(f"{op_namespace}::") or t.startswith(f"{op_namespace}.") for t in self.targets):
+            return "opaque"
+        return "absent"
+
+    def inductor_pass(self) -> Any:
+        from torch._inductor.custom_graph_pass import CustomGraphPass
+
+        observer = self
+
+        class Observe(CustomGraphPass):
+            def __call__(self, graph: torch.fx.Graph) -> None:
+                observer.record(graph)
+
+            def uuid(self) -> None:  # no cache key: every compile runs the pass, so every graph is seen
+                return None
+
+        return Observe()

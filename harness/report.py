@@ -13,6 +13,7 @@ from harness.outcome import CellResult, Outcome, Stage
 from harness.path import Path
 from harness.results import Results
 from harness.wrapping import Wrapping
+from harness import tutorial
 
 FAILED = (Outcome.WRONG, Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
 STYLES = [w for w in Wrapping if w is not Wrapping.CONTROL]
@@ -43,8 +44,10 @@ def label(cell: CellResult) -> str:
         return f"env ({cell.outcome.value})"
     if cell.outcome is Outcome.PASS:
         text = "pass"
-        if cell.path == Path.COMPILE_DEFAULT.value and cell.graph_breaks:
+        if cell.graph_breaks:
             text += f", {cell.graph_breaks} graph breaks"
+        if any("mutated" in w for w in cell.warnings):
+            text += ", assumes every input mutated"
         return text
     if cell.outcome is Outcome.WRONG:
         return f"WRONG (max err {cell.max_error:.2g})" if cell.max_error is not None else "WRONG"
@@ -89,6 +92,61 @@ def _environment_lines(results: Results) -> list[str]:
     return lines
 
 
+def _verdict(passed: int, counted: int) -> str:
+    if counted == 0:
+        return "n/a"
+    if passed == counted:
+        return f"Yes ({passed}/{counted})"
+    if passed == 0:
+        return f"No (0/{counted})"
+    return f"Partial ({passed}/{counted})"
+
+
+def _counts(cells: list[CellResult], traces_into: bool) -> tuple[int, int]:
+    if traces_into:
+        judged = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")]
+        return sum(c.kernel_in_graph == "traced" for c in judged), len(judged)
+    counted = [c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)]
+    return sum(c.outcome is Outcome.PASS for c in counted), len(counted)
+
+
+def tutorial_chart(results: Results) -> tuple[str, list[str]]:
+    """The tutorial's chart with every entry measured; returns the table and the disagreements."""
+    index: dict[tuple[str, str], list[CellResult]] = defaultdict(list)
+    for cell in results.cells:
+        index[(cell.path, cell.wrapping)].append(cell)
+    rows, disagreements = [], []
+    for row in tutorial.ROWS:
+        links = ", ".join(f"[{p.value}](MATRIX.md#{p.value})" for p in row.paths)
+        line = [f"{row.title} ({links})"]
+        for style in STYLES:
+            cells = [c for p in row.paths for c in index.get((p.value, style.value), [])]
+            passed, counted = _counts(cells, row.traces_into)
+            entry = _verdict(passed, counted)
+            claim = row.claims.get(tutorial.COLUMN_OF[style])
+            if claim is not None and counted:
+                if tutorial.agrees(claim, passed, counted):
+                    entry += f"; tutorial: {claim}"
+                else:
+                    entry = f"**{entry}; tutorial says {claim}** ⚠"
+                    judged = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")] if row.traces_into else [
+                        c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)
+                    ]
+                    # the cells that contradict the claim
+                    if row.traces_into:
+                        shown = [c.cell for c in judged if (c.kernel_in_graph == "traced") == (claim.lower() == "no")]
+                    else:
+                        shown = [c.cell for c in judged if (c.outcome is Outcome.PASS) == (claim.lower() == "no")]
+                    disagreements.append(
+                        f"- **{row.title}**, {style.title}: tutorial says *{claim}*, measured {_verdict(passed, counted)} "
+                        f"({links}): {', '.join(f'`{c}`' for c in sorted(shown)[:8])}"
+                    )
+            line.append(entry)
+        rows.append(line)
+    table = tabulate(rows, headers=["", *[s.title for s in STYLES]], tablefmt="github")
+    return table, disagreements
+
+
 def support_chart(results: Results) -> str:
     by_path: dict[str, dict[str, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
     for cell in results.cells:
@@ -103,11 +161,26 @@ def support_chart(results: Results) -> str:
             row.append(_support_entry(by_path[path.value].get(style.value, []), path))
         row.append(_control_entry(control))
         rows.append(row)
-    headers = ["compile path", *[s.title for s in STYLES], "control (PyTorch reference)"]
+    headers = ["row", *[s.title for s in STYLES], "control (PyTorch reference)"]
+    chart, disagreements = tutorial_chart(results)
     text = [
         "# Support chart: user-defined Triton kernels vs PyTorch compile paths",
         "",
         *_environment_lines(results),
+        "",
+        f"## The tutorial's chart, measured",
+        "",
+        f"Every entry is measured here; beside it, the answer published in the {tutorial.SOURCE}. "
+        "Entries marked ⚠ disagree with it. *Traces into* is read off the graph Inductor compiled "
+        "(a `triton_kernel_wrapper` node: traced; a call of the opaque operator: not).",
+        "",
+        chart,
+        "",
+        "### Where the tutorial is wrong for these versions",
+        "",
+        *(disagreements or ["- nowhere: every measured entry agrees with the tutorial"]),
+        "",
+        "## Every row",
         "",
         tabulate(rows, headers=headers, tablefmt="github"),
         "",
@@ -209,7 +282,7 @@ def matrix(results: Results) -> str:
             grid[c.case][c.wrapping] = label(c)
         rows = [[case, *[grid[case].get(w.value, "") for w in Wrapping]] for case in sorted(grid)]
         out.append(tabulate(rows, headers=["case", *[w.value for w in Wrapping]], tablefmt="github"))
-        details = [c for c in sorted(cells, key=lambda c: c.cell) if c.outcome is not Outcome.PASS]
+        details = [c for c in sorted(cells, key=lambda c: c.cell) if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings]
         if details:
             out += ["", tabulate([_detail(c) for c in details], headers=["cell", "outcome", "error (first line)", "smallest failing example"], tablefmt="github")]
     out.append("")
@@ -218,6 +291,8 @@ def matrix(results: Results) -> str:
 
 def _detail(cell: CellResult) -> list[str]:
     error = cell.message or ""
+    if cell.outcome is Outcome.PASS and cell.warnings:
+        error = f"warning: {cell.warnings[0]}"
     if cell.error_type:
         error = f"{cell.error_type}: {error}"
     if cell.mismatched:

@@ -12,7 +12,7 @@ import torch
 import triton
 import triton.language as tl
 
-from harness import Case, inputs
+from harness import Backward, Case, inputs
 
 
 @triton.jit
@@ -42,6 +42,36 @@ def read_far_out_of_bounds_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constex
     mask = offsets < n_elements
     far = in_ptr + offsets + (1 << 40)  # a terabyte past the input: an illegal address on a GPU
     tl.store(out_ptr + offsets, tl.load(far, mask=mask), mask=mask)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, K: tl.constexpr, N: tl.constexpr, BLOCK_M: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    ks = tl.arange(0, K)
+    ns = tl.arange(0, N)
+    a = tl.load(a_ptr + rows[:, None] * K + ks[None, :], mask=rows[:, None] < M, other=0.0)
+    b = tl.load(b_ptr + ks[:, None] * N + ns[None, :])
+    tl.store(c_ptr + rows[:, None] * N + ns[None, :], tl.dot(a, b), mask=rows[:, None] < M)
+
+
+def _launch_matmul(k, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    out = k.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    k.matmul_kernel[(triton.cdiv(a.shape[0], 16),)](a, b, out, a.shape[0], K=16, N=16, BLOCK_M=16)
+    return out
+
+
+def _matmul_inputs(shape, dtype, device, generator):
+    a = torch.randn(shape, generator=generator).to(device=device, dtype=dtype)
+    b = torch.randn((16, 16), generator=generator).to(device=device, dtype=dtype)
+    return a, b
+
+
+def _identity_backward(k, grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return grad
+
+
+def _doubling_backward(k, grad: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return grad * 2  # wrong: the copy's gradient is grad itself
 
 
 def _launch_with(kernel_attr):
@@ -112,5 +142,12 @@ CASES = [
     _planted("planted_hang", copy_kernel, _copy_then(_hang)),
     _planted("planted_kills_worker", copy_kernel, _copy_then(_kill_pytest_worker)),
     _planted("planted_illegal_address", read_far_out_of_bounds_kernel, _launch_with("read_far_out_of_bounds_kernel")),
-    _planted("planted_ok", copy_kernel, _launch_with("copy_kernel")),
+    _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
+    _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),
+    # a matmul's flops are 2*M*N*K (FlopCounterMode counts the reference so); this formula forgets the 2
+    _planted(
+        "planted_wrong_flops", matmul_kernel, _launch_matmul, reference=torch.mm, make_inputs=_matmul_inputs,
+        shapes=inputs.shapes(64).map(lambda s: (s[0], 16)), example_shape=(32, 16),
+        flops=lambda a_shape, b_shape: a_shape[0] * a_shape[1] * b_shape[1],
+    ),
 ]

@@ -29,9 +29,9 @@ def outcomes(results):
 
 
 def test_failing_cells_are_data_and_reports_are_written(tmp_path):
-    proc, results, reports = run_matrix(
-        tmp_path, "(planted_wrong or planted_segfault or planted_ok or planted_raises_at_trace) and raw and (eager or compile_fullgraph)"
-    )
+    cells = [f"{case}-raw-{path}" for case in ("planted_wrong", "planted_segfault", "planted_ok", "planted_raises_at_trace")
+             for path in ("eager", "compile_fullgraph")]
+    proc, results, reports = run_matrix(tmp_path, " or ".join(f"test_cell[{c}]" for c in cells))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     cells = outcomes(results)
     assert len(cells) == 8
@@ -52,7 +52,7 @@ def test_failing_cells_are_data_and_reports_are_written(tmp_path):
 
 @pytest.mark.skipif(sys.platform != "linux", reason="kills a process by pid")
 def test_a_killed_worker_is_its_cells_crash_not_a_missing_cell(tmp_path):
-    proc, results, _ = run_matrix(tmp_path, "(planted_kills_worker or planted_ok) and raw and eager")
+    proc, results, _ = run_matrix(tmp_path, "test_cell[planted_kills_worker-raw-eager] or test_cell[planted_ok-raw-eager]")
     assert proc.returncode == 1  # pytest says a worker died; the matrix still has every cell
     cells = outcomes(results)
     killed = cells["planted_kills_worker-raw-eager"]

@@ -94,3 +94,45 @@ def test_unknown_case_is_a_harness_error(run_planted):
     result = run_planted("no_such_case")
     assert result.outcome is Outcome.ERROR
     assert "no case named 'no_such_case'" in result.message
+
+
+def test_a_wrong_backward_is_a_wrong_gradient_in_every_style_that_uses_it(run_planted):
+    for style in ("raw_autograd", "triton_op", "custom_op"):
+        result = run_planted("planted_wrong_backward", wrapping=style, path="train_eager")
+        assert result.outcome is Outcome.WRONG, style
+        assert result.message.startswith("gradient of input 'x' differs from the reference"), style
+        assert math.isclose(result.max_error, 1.0, rel_tol=1e-6), style
+    assert run_planted("planted_ok", wrapping="triton_op", path="train_eager").outcome is Outcome.PASS
+
+
+def test_a_raw_kernel_without_autograd_loses_gradients_and_is_reported_wrong(run_planted):
+    result = run_planted("planted_ok", wrapping="raw", path="train_eager")
+    assert result.outcome is Outcome.WRONG
+    assert "missing (None)" in result.message and "cut off from the autograd graph" in result.message
+    assert run_planted("planted_ok", wrapping="raw_autograd", path="train_eager").outcome is Outcome.PASS
+
+
+def test_a_wrong_flop_formula_is_caught_against_the_references_own_count(run_planted):
+    result = run_planted("planted_wrong_flops", wrapping="triton_op", path="flop_counter")
+    assert result.outcome is Outcome.WRONG
+    assert "the flop count differs from the reference" in result.message
+    assert "256 where the reference has 512" in result.message  # M=1: 1*16*16 declared, 2*1*16*16 true
+    raw = run_planted("planted_wrong_flops", wrapping="raw", path="flop_counter")
+    assert raw.outcome is Outcome.WRONG and "0 where the reference has" in raw.message
+    assert run_planted("planted_wrong_flops", wrapping="control", path="flop_counter").outcome is Outcome.SKIPPED
+
+
+def test_traced_or_opaque_is_read_off_the_compiled_graph(run_planted):
+    assert run_planted("planted_ok", wrapping="custom_op", path="compile_fullgraph").kernel_in_graph == "opaque"
+    assert run_planted("planted_ok", wrapping="control", path="compile_fullgraph").kernel_in_graph == "absent"
+    if torch.cuda.is_available():  # the interpreter's kernels cannot be traced at all
+        assert run_planted("planted_ok", wrapping="triton_op", path="compile_fullgraph").kernel_in_graph == "traced"
+        assert run_planted("planted_ok", wrapping="raw", path="compile_fullgraph").kernel_in_graph == "traced"
+
+
+def test_subsystem_rows_say_how_a_raw_kernel_fails_them(run_planted):
+    subclass = run_planted("planted_ok", wrapping="raw", path="tensor_subclass")
+    assert subclass.outcome is Outcome.FAIL and subclass.stage is Stage.RUN
+    assert run_planted("planted_ok", wrapping="custom_op", path="tensor_subclass").outcome is Outcome.PASS
+    assert run_planted("planted_ok", wrapping="custom_op", path="opcheck").outcome is Outcome.PASS
+    assert run_planted("planted_ok", wrapping="raw", path="opcheck").outcome is Outcome.SKIPPED

@@ -71,7 +71,7 @@ def test_compare_checks_values_shapes_and_declared_mutation():
     compare(case, torch.float32, [x], [x.clone()], ["out"])
     with pytest.raises(Mismatch) as info:
         compare(case, torch.float32, [x], [x + 1], ["out"])
-    assert info.value.max_error == 1.0 and info.value.mismatched == "4 of 4"
+    assert info.value.max_error == 1.0 and info.value.mismatched == "4 of 4 elements"
     with pytest.raises(Mismatch, match="shape/dtype"):
         compare(case, torch.float32, [x], [torch.ones(5)], ["out"])
     with pytest.raises(Mismatch) as info:
@@ -112,8 +112,8 @@ def test_support_chart_counts_yes_no_partial():
         _result("a-triton_op-eager"), _result("b-triton_op-eager", Outcome.WRONG, Stage.RUN),
         _result("a-custom_op-eager", Outcome.FAIL, Stage.RUN), _result("b-custom_op-eager", Outcome.TIMEOUT, Stage.RUN),
     ]
-    row = next(line for line in support_chart(Results(fingerprint=FINGERPRINT, cells=cells)).splitlines() if "MATRIX.md#eager" in line)
-    assert [part.strip() for part in row.split("|")[2:5]] == ["Yes (2/2)", "Partial (1/2)", "No (0/2)"]
+    row = next(line for line in support_chart(Results(fingerprint=FINGERPRINT, cells=cells)).splitlines() if line.startswith("| [eager]"))
+    assert [part.strip() for part in row.split("|")[2:6]] == ["Yes (2/2)", "", "Partial (1/2)", "No (0/2)"]
 
 
 def test_results_round_trip_and_bad_files_are_named(tmp_path):
@@ -152,3 +152,23 @@ def test_report_command_merges_split_runs_of_one_environment(tmp_path, capsys):
         merge([(str(first), load(str(first))), (str(other), load(str(other)))])
     assert cli(["report", str(first), str(first), "--out", str(tmp_path / "out")]) == 2
     assert "already in an earlier file" in capsys.readouterr().err
+
+
+def test_tutorial_chart_marks_where_measurements_disagree():
+    from harness.report import tutorial_chart
+
+    cells = [
+        _result("a-custom_op-compile_fullgraph"), _result("b-custom_op-compile_fullgraph"),
+        _result("a-raw-aoti_strict"), _result("a-raw-aoti_nonstrict", Outcome.FAIL, Stage.EXPORT),
+        _result("a-custom_op-aoti_strict"), _result("a-custom_op-aoti_nonstrict"),
+    ]
+    for cell in cells[:2]:
+        cell.kernel_in_graph = "opaque"
+    table, disagreements = tutorial_chart(Results(fingerprint=FINGERPRINT, cells=cells))
+    traces = next(line for line in table.splitlines() if line.startswith("| Does torch.compile trace into"))
+    assert "No (0/2); tutorial: No" in traces  # custom_op is opaque, as published
+    aoti = next(line for line in table.splitlines() if line.startswith("| Supports AOTInductor ("))
+    assert "**Partial (1/2); tutorial says Yes** ⚠" in aoti  # raw: strict yes, non-strict no
+    assert "**Yes (2/2); tutorial says No** ⚠" in aoti  # custom_op loads in Python
+    assert len(disagreements) == 2
+    assert any("`a-raw-aoti_nonstrict`" in d for d in disagreements)

@@ -1,0 +1,101 @@
+"""Subsystem rows: does a style compose with opcheck, FlopCounterMode, a CPU fallback, a tensor subclass?
+
+Each builds a (program, reference) pair whose results the cell compares like any other path's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from harness.case import Case
+from harness.outcome import first_line
+from harness.path import Path
+from harness.wrapping import Wrapping
+from harness.wrapping import build as build_wrapping
+
+OPERATOR_STYLES = (Wrapping.TRITON_OP, Wrapping.CUSTOM_OP)
+
+
+class OpcheckFailed(AssertionError):
+    pass
+
+
+def not_applicable(path: Path, case: Case, wrapping: Wrapping) -> str | None:
+    """Why a subsystem row does not apply to this cell, or None."""
+    if path is Path.OPCHECK and wrapping not in OPERATOR_STYLES:
+        return "opcheck tests torch.library operators; this style is none"
+    if path is Path.FLOP_COUNTER:
+        if case.flops is None:
+            return "the case declares no flop formula"
+        if wrapping is Wrapping.CONTROL:
+            return "the control's own flop count is the yardstick of the other styles"
+    return None
+
+
+def _flop_count(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> int:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn(*inputs)
+    return int(counter.get_total_flops())
+
+
+def _two_tensors(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return tuple(TwoTensor(x, x * 0.5) if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def _halves(inputs: tuple[Any, ...], part: str) -> tuple[Any, ...]:
+    return tuple((x if part == "a" else x * 0.5) if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+def programs(path: Path, case: Case, wrapping: Wrapping) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """(program, reference) for a subsystem row."""
+    if path is Path.OPCHECK:
+        op = build_wrapping(case, wrapping)
+
+        def opcheck(*inputs: Any) -> list[Any]:
+            report = torch.library.opcheck(op, inputs, raise_exception=False)
+            failed = {test: result for test, result in report.items() if result != "SUCCESS"}
+            if failed:
+                test, error = next(iter(failed.items()))
+                message = first_line(error) if isinstance(error, BaseException) else str(error)
+                raise OpcheckFailed(f"{len(failed)} of {len(report)} opcheck tests fail; {test}: {message}")
+            return []
+
+        return opcheck, lambda *inputs: []
+
+    if path is Path.FLOP_COUNTER:
+        fn = build_wrapping(case, wrapping)
+        formula = case.flops
+        assert formula is not None
+
+        def expected(*inputs: Any) -> list[Any]:
+            # Where PyTorch can count the reference itself (a matmul, say), that count is the truth the
+            # declared formula must match; otherwise the formula is what the counter should report.
+            counted = _flop_count(case.reference, inputs)
+            shapes = [tuple(x.shape) for x in inputs if isinstance(x, torch.Tensor)]
+            return [torch.tensor(counted or formula(*shapes))]
+
+        return (lambda *inputs: [torch.tensor(_flop_count(fn, inputs))]), expected
+
+    if path is Path.CPU_FALLBACK:
+        return build_wrapping(case, wrapping, cpu_fallback=True), case.reference
+
+    if path is Path.TENSOR_SUBCLASS:
+        from torch.testing._internal.two_tensor import TwoTensor
+
+        fn = build_wrapping(case, wrapping)
+
+        def on_two_tensors(*inputs: Any) -> list[Any]:
+            out = fn(*_two_tensors(inputs))
+            if not isinstance(out, TwoTensor):
+                raise TypeError(f"the result is a {type(out).__name__}, not a TwoTensor")
+            return [out.a, out.b]
+
+        return on_two_tensors, lambda *inputs: [case.reference(*_halves(inputs, "a")), case.reference(*_halves(inputs, "b"))]
+
+    raise ValueError(f"{path} is not a subsystem row")

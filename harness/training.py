@@ -1,0 +1,42 @@
+"""Training rows: run forward and backward and return the outputs with every input's gradient."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+
+def leaves(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Floating-point tensor inputs become leaves that require grad, like a model's activations."""
+    return tuple(
+        x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs
+    )
+
+
+def _cotangent(output: torch.Tensor) -> torch.Tensor:
+    # Not uniform, so a backward that swaps or sums elements cannot pass by symmetry.
+    return torch.linspace(-1.0, 1.0, output.numel(), device=output.device).reshape(output.shape)
+
+
+def step(forward: Callable[..., Any]) -> Callable[..., list[Any]]:
+    """fn(*inputs) -> [outputs..., gradient of each tensor input (None where autograd gives none)].
+
+    Only the forward is compiled (backward runs from AOTAutograd's compiled graph). An output that is
+    cut off from the autograd graph (a raw kernel's) leaves its inputs without gradients: the harness
+    compares them with the reference's and reports them missing, never as a pass.
+    """
+
+    def train_step(*inputs: Any) -> list[Any]:
+        xs = leaves(inputs)
+        result = forward(*xs)
+        outputs = [o for o in (result if isinstance(result, (tuple, list)) else (result,)) if o is not None]
+        wrt = [x for x in xs if isinstance(x, torch.Tensor) and x.requires_grad]
+        differentiable = [o for o in outputs if isinstance(o, torch.Tensor) and o.requires_grad]
+        grads: list[Any] = [None] * len(wrt)
+        if differentiable and wrt:
+            loss = sum((o.float() * _cotangent(o)).sum() for o in differentiable)
+            grads = list(torch.autograd.grad(loss, wrt, allow_unused=True))
+        return [o.detach() if isinstance(o, torch.Tensor) else o for o in outputs] + grads
+
+    return train_step
