@@ -195,8 +195,9 @@ def support_chart(results: Results) -> str:
 
 
 def _control_entry(control: list[CellResult]) -> str:
+    control = [c for c in control if c.outcome is not Outcome.SKIPPED]
     if not control:
-        return ""
+        return "n/a"
     failed = [c for c in control if c.outcome in FAILED]
     if not failed:
         return f"passes ({len(control)}/{len(control)})"

@@ -36,21 +36,22 @@ _TITLES = {
 }
 
 
-def _poison(tensor: torch.Tensor) -> torch.Tensor:
+def _poison_value(dtype: torch.dtype) -> Any:
     # NaN for floats, the largest value for integers: an element the kernel does not write cannot match.
-    if tensor.is_floating_point() or tensor.is_complex():
-        return tensor.fill_(math.nan)
-    if tensor.dtype == torch.bool:
-        return tensor.fill_(True)
-    return tensor.fill_(torch.iinfo(tensor.dtype).max)
+    if dtype.is_floating_point or dtype.is_complex:
+        return math.nan
+    return True if dtype == torch.bool else torch.iinfo(dtype).max
 
 
+# Allocated already filled (full/full_like), never filled in place: an in-place fill of a fresh output
+# inside an autograd.Function changes what torch.compile does with its gradients, and users do not write it.
 def empty_like(tensor: torch.Tensor, **kwargs: Any) -> torch.Tensor:
-    return _poison(torch.empty_like(tensor, **kwargs))
+    return torch.full_like(tensor, _poison_value(kwargs.get("dtype") or tensor.dtype), **kwargs)
 
 
-def empty(*size: Any, **kwargs: Any) -> torch.Tensor:
-    return _poison(torch.empty(*size, **kwargs))
+def empty(size: Any, *, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.Tensor:
+    dtype = dtype or torch.get_default_dtype()
+    return torch.full(size, _poison_value(dtype), dtype=dtype, **kwargs)
 
 
 def kernel_namespace(kernels: tuple[Any, ...], wrap: Callable[[Any], Any] | None = None) -> SimpleNamespace:
@@ -143,6 +144,53 @@ def _register_autograd(case: Case, op: Any, style: Wrapping) -> None:
     op.register_autograd(op_backward, setup_context=setup_context)
 
 
+_FUNCTION_TEMPLATE = """
+class {name}(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, {args}):
+        ctx.save_for_backward({saved})
+        {keep}
+        return launch(k, {args})
+
+    @staticmethod
+    def backward(ctx, grad):
+        {unpack} = ctx.saved_tensors
+        {restore}
+        return input_grads(backward(grad, {args}), ({args},))
+"""
+
+
+def _autograd_function(case: Case) -> type:
+    """The launcher in a torch.autograd.Function written out as a user would, with named arguments
+    (Dynamo treats a varargs forward differently)."""
+    params = case.input_parameters()
+    names = [p.name for p in params]
+    tensors = [p.name for p in params if p.annotation is torch.Tensor]
+    others = [n for n in names if n not in tensors]
+    backward = _backward_callable(case, Wrapping.RAW) if case.backward else None
+
+    def no_backward(grad: Any, *inputs: Any) -> Any:
+        raise NotImplementedError(f"case {case.name!r} declares no backward")
+
+    source = _FUNCTION_TEMPLATE.format(
+        name=f"{case.name}_function",
+        args=", ".join(names),
+        saved=", ".join(tensors),
+        keep="; ".join(f"ctx.{n} = {n}" for n in others) or "pass",
+        unpack="(" + "".join(f"{n}, " for n in tensors) + ")",
+        restore="; ".join(f"{n} = ctx.{n}" for n in others) or "pass",
+    )
+    namespace = {
+        "torch": torch,
+        "launch": case.launch,
+        "k": kernel_namespace(case.kernels),
+        "backward": backward or no_backward,
+        "input_grads": lambda grads, inputs: _input_grads(case, grads, inputs),
+    }
+    exec(compile(source, f"<{case.name} autograd.Function>", "exec"), namespace)
+    return namespace[f"{case.name}_function"]
+
+
 def _register_flops(case: Case, op: Any) -> None:
     from torch.utils.flop_counter import register_flop_formula
 
@@ -161,26 +209,7 @@ def _build(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Callable[..., 
         return lambda *inputs: case.launch(k, *inputs)
 
     if wrapping is Wrapping.RAW_AUTOGRAD:
-        k = kernel_namespace(case.kernels)
-        backward = _backward_callable(case, Wrapping.RAW) if case.backward else None
-
-        class KernelFunction(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx: Any, *inputs: Any) -> Any:
-                ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)])
-                ctx.scalars = [None if isinstance(x, torch.Tensor) else x for x in inputs]
-                return case.launch(k, *inputs)
-
-            @staticmethod
-            def backward(ctx: Any, grad: Any) -> Any:
-                if backward is None:
-                    raise NotImplementedError(f"case {case.name!r} declares no backward")
-                saved = iter(ctx.saved_tensors)
-                inputs = tuple(next(saved) if scalar is None else scalar for scalar in ctx.scalars)
-                return _input_grads(case, backward(grad, *inputs), inputs)
-
-        KernelFunction.__name__ = f"{case.name}_function"
-        return lambda *inputs: KernelFunction.apply(*inputs)
+        return _autograd_function(case).apply
 
     if wrapping in (Wrapping.TRITON_OP, Wrapping.CUSTOM_OP):
         name = f"{case.name}_{wrapping.value}" + ("_cpu_fallback" if cpu_fallback else "")
