@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import enum
 import inspect
+import linecache
+import sys
+import types
 import math
 from types import SimpleNamespace
 from typing import Any, Callable
@@ -180,14 +183,20 @@ def _autograd_function(case: Case) -> type:
         unpack="(" + "".join(f"{n}, " for n in tensors) + ")",
         restore="; ".join(f"{n} = ctx.{n}" for n in others) or "pass",
     )
-    namespace = {
-        "torch": torch,
-        "launch": case.launch,
-        "k": kernel_namespace(case.kernels),
-        "backward": backward or no_backward,
-        "input_grads": lambda grads, inputs: _input_grads(case, grads, inputs),
-    }
-    exec(compile(source, f"<{case.name} autograd.Function>", "exec"), namespace)
+    # A module of its own with its source in linecache, so inspect and Dynamo see it like any user file.
+    module = types.ModuleType(f"tcm_generated.{case.name}_function")
+    module.__file__ = f"<triton-compat-matrix: {case.name} autograd.Function>"
+    module.__dict__.update(
+        torch=torch,
+        launch=case.launch,
+        k=kernel_namespace(case.kernels),
+        backward=backward or no_backward,
+        input_grads=lambda grads, inputs: _input_grads(case, grads, inputs),
+    )
+    linecache.cache[module.__file__] = (len(source), None, source.splitlines(True), module.__file__)
+    sys.modules[module.__name__] = module
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    namespace = module.__dict__
     return namespace[f"{case.name}_function"]
 
 
