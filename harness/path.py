@@ -198,6 +198,13 @@ def call(artifact: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
         raise StageFailure(Stage.COMPILE if is_compile else Stage.RUN, exc) from exc
 
 
+def _target_name(target: Any) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    name = target.name() if callable(getattr(target, "name", None)) else getattr(target, "__name__", target)
+    return str(name)
+
+
 class GraphObserver:
     """Records the operators in the graphs a path produced, to tell from the artifact itself (not from
     the style's name) whether the compiler traced into the Triton kernel or called an opaque operator."""
@@ -208,9 +215,9 @@ class GraphObserver:
     def record(self, graph: torch.fx.Graph) -> None:
         for node in graph.nodes:
             if node.op == "call_function":
-                target = node.target
-                name = target.name() if callable(getattr(target, "name", None)) else getattr(target, "__name__", str(target))
-                self.targets.add(str(name))
+                self.targets.add(_target_name(node.target))
+                if "auto_functionalized" in _target_name(node.target) and node.args:
+                    self.targets.add(_target_name(node.args[0]))  # a mutating operator, functionalized
 
     def verdict(self, op_namespace: str) -> str | None:
         if not self.targets:

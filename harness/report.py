@@ -50,6 +50,8 @@ def label(cell: CellResult) -> str:
             text += ", assumes every input mutated"
         return text
     if cell.outcome is Outcome.WRONG:
+        if cell.mismatched and "missing (None)" in cell.mismatched:
+            return "WRONG (gradient lost)"
         return f"WRONG (max err {cell.max_error:.2g})" if cell.max_error is not None else "WRONG"
     if cell.outcome is Outcome.CRASH:
         return f"CRASH {cell.signal or ''} @{cell.stage.value if cell.stage else '?'}".replace("  ", " ")
