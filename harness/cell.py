@@ -244,12 +244,20 @@ def _captured_warnings(result: CellResult) -> Iterator[None]:
                 result.warnings.append(line[:300])
 
     handler = Keep(level=logging.WARNING)
-    logger = logging.getLogger("torch")
-    logger.addHandler(handler)
+    # torch's own logging stops propagation at its component loggers (torch._dynamo, torch._inductor, ...),
+    # so the handler goes on each of those as well as on "torch".
+    names = ["torch"] + [
+        name for name, logger in logging.Logger.manager.loggerDict.items()
+        if name.startswith("torch.") and isinstance(logger, logging.Logger) and not logger.propagate
+    ]
+    loggers = [logging.getLogger(name) for name in names]
+    for logger in loggers:
+        logger.addHandler(handler)
     try:
         yield
     finally:
-        logger.removeHandler(handler)
+        for logger in loggers:
+            logger.removeHandler(handler)
 
 
 @contextlib.contextmanager

@@ -5,10 +5,9 @@ from __future__ import annotations
 import enum
 import inspect
 import linecache
+import math
 import sys
 import types
-import math
-from types import SimpleNamespace
 from typing import Any, Callable
 
 import torch
@@ -57,9 +56,9 @@ def empty(size: Any, *, dtype: torch.dtype | None = None, **kwargs: Any) -> torc
     return torch.full(size, _poison_value(dtype), dtype=dtype, **kwargs)
 
 
-def kernel_namespace(kernels: tuple[Any, ...], wrap: Callable[[Any], Any] | None = None) -> SimpleNamespace:
+def kernel_namespace(kernels: tuple[Any, ...], wrap: Callable[[Any], Any] | None = None) -> types.SimpleNamespace:
     named = {kernel_name(k): (wrap(k) if wrap else k) for k in kernels}
-    return SimpleNamespace(**named, empty_like=empty_like, empty=empty)
+    return types.SimpleNamespace(**named, empty_like=empty_like, empty=empty)
 
 
 # torch.library registrations are process-wide and cannot be repeated: build each once.
@@ -108,7 +107,7 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
-def _input_grads(case: Case, tensor_grads: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+def _input_grads(tensor_grads: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     """The backward gives one gradient per tensor input; autograd wants one per input."""
     grads = iter(_as_tuple(tensor_grads))
     return tuple(next(grads) if isinstance(x, torch.Tensor) else None for x in inputs)
@@ -142,7 +141,7 @@ def _register_autograd(case: Case, op: Any, style: Wrapping) -> None:
     def op_backward(ctx: Any, grad: Any) -> Any:
         saved = iter(ctx.saved_tensors)
         inputs = tuple(next(saved) if is_tensor else scalar for is_tensor, scalar in zip(ctx.inputs_meta, ctx.scalars))
-        return _input_grads(case, backward(grad, *inputs), inputs)
+        return _input_grads(backward(grad, *inputs), inputs)
 
     op.register_autograd(op_backward, setup_context=setup_context)
 
@@ -191,7 +190,7 @@ def _autograd_function(case: Case) -> type:
         launch=case.launch,
         k=kernel_namespace(case.kernels),
         backward=backward or no_backward,
-        input_grads=lambda grads, inputs: _input_grads(case, grads, inputs),
+        input_grads=_input_grads,
     )
     linecache.cache[module.__file__] = (len(source), None, source.splitlines(True), module.__file__)
     sys.modules[module.__name__] = module

@@ -172,3 +172,18 @@ def test_tutorial_chart_marks_where_measurements_disagree():
     assert "**Yes (2/2); tutorial says No** ⚠" in aoti  # custom_op loads in Python
     assert len(disagreements) == 2
     assert any("`a-raw-aoti_nonstrict`" in d for d in disagreements)
+
+
+def test_warnings_pytorch_logs_during_a_cell_are_kept_even_from_non_propagating_loggers():
+    import logging
+
+    from harness.cell import _captured_warnings
+    from harness.report import label
+
+    result = _result("add-raw-compile_fullgraph")
+    dynamo = logging.getLogger("torch._dynamo")
+    with _captured_warnings(result):
+        dynamo.warning("Encountered an exception in identify_mutated_tensors, assuming every input is mutated")
+        logging.getLogger("torch._inductor.foo").info("not a warning")
+    assert result.warnings == ["Encountered an exception in identify_mutated_tensors, assuming every input is mutated"]
+    assert label(result) == "pass, assumes every input mutated"
