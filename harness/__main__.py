@@ -1,7 +1,11 @@
-"""Command line: `python -m harness report RESULTS.json [MORE.json ...] --out DIR`.
+"""Command line.
 
-Rewrites SUPPORT.md, MATRIX.md and results.json from results files, merging runs that were split
-(by `-k`, or across machines) as long as they measured the same environment.
+`python -m harness report RESULTS.json [MORE.json ...] --out DIR` rewrites SUPPORT.md, MATRIX.md and
+results.json from results files, merging runs that were split (by `-k`, or across machines) as long as
+they measured the same environment.
+
+`python -m harness diff OLD.json NEW.json [--out FILE]` compares two runs: exit 0 with no regressions,
+1 with regressions, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -47,8 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     rep = commands.add_parser("report", help="write the reports from one or more results files (merged)")
     rep.add_argument("results", nargs="+", help="results.json files")
     rep.add_argument("--out", required=True, help="directory for SUPPORT.md, MATRIX.md, results.json")
+    dif = commands.add_parser("diff", help="compare two results files: regressed, fixed, changed, new, missing")
+    dif.add_argument("old")
+    dif.add_argument("new")
+    dif.add_argument("--out", help="write the markdown here instead of standard output")
     args = parser.parse_args(argv)
     try:
+        if args.command == "diff":
+            return _diff(args.old, args.new, args.out)
         merged = merge([(p, results_file.load(p)) for p in args.results])
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -56,6 +66,21 @@ def main(argv: list[str] | None = None) -> int:
     for path in report.write(merged, args.out):
         print(path)
     return 0
+
+
+def _diff(old_path: str, new_path: str, out: str | None) -> int:
+    from harness import diff
+
+    old, new = results_file.load(old_path), results_file.load(new_path)
+    result = diff.compare(old, new)
+    text = diff.render(old_path, old, new_path, new, result)
+    if out:
+        results_file.write_atomic(out, text)
+    else:
+        print(text)
+    if old.fingerprint.get("mode") != new.fingerprint.get("mode"):
+        print(f"warning: comparing a {old.fingerprint.get('mode')} run with a {new.fingerprint.get('mode')} run", file=sys.stderr)
+    return 1 if result.regressed else 0
 
 
 if __name__ == "__main__":

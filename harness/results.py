@@ -71,8 +71,15 @@ def load(path: str) -> Results:
         raise ResultsError(f"{path}: not a triton-compat-matrix results file (no \"schema\": \"{SCHEMA}\")")
     if data.get("version") != VERSION:
         raise ResultsError(f"{path}: results schema version {data.get('version')!r}; this harness reads version {VERSION}")
+    from harness.cell import Cell
+
     try:
         cells = [CellResult.from_json(c) for c in data["cells"]]
+        for cell in cells:
+            try:
+                Cell.parse(cell.cell)
+            except ValueError as exc:
+                raise ResultsError(f"{path}: unknown cell id: {exc}") from None
         return Results(
             fingerprint=data["fingerprint"],
             cells=cells,

@@ -1,0 +1,103 @@
+"""Comparing two results files: what regressed, what got fixed, what changed, what is new or missing.
+
+Modelled on PyTorch's benchmark accuracy check: a run is judged against another, cell by cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tabulate import tabulate
+
+from harness.outcome import CellResult, Outcome
+from harness.report import blame_environment, label
+from harness.results import Results
+
+# Fingerprint fields shown side by side in the header.
+COMPARED = (
+    ("mode", lambda fp: fp.get("mode")),
+    ("torch", lambda fp: fp.get("torch")),
+    ("triton", lambda fp: fp.get("triton")),
+    ("CUDA", lambda fp: fp.get("cuda")),
+    ("GPU", lambda fp: (fp.get("gpu") or {}).get("name") or "none"),
+    ("driver", lambda fp: (fp.get("gpu") or {}).get("driver")),
+    ("C++ compiler", lambda fp: (fp.get("compiler") or {}).get("version") or (fp.get("compiler") or {}).get("resolved")),
+    ("Python", lambda fp: fp.get("python")),
+    ("hypothesis profile", lambda fp: (fp.get("hypothesis") or {}).get("profile")),
+    ("commit", lambda fp: str((fp.get("git") or {}).get("commit"))[:12]),
+)
+
+
+@dataclass
+class Diff:
+    regressed: list[tuple[CellResult, CellResult]] = field(default_factory=list)  # passed, now does not
+    fixed: list[tuple[CellResult, CellResult]] = field(default_factory=list)  # did not pass, now passes
+    changed: list[tuple[CellResult, CellResult]] = field(default_factory=list)  # fails either way, differently
+    new: list[CellResult] = field(default_factory=list)
+    missing: list[CellResult] = field(default_factory=list)
+    unchanged: int = 0
+
+
+def signature(cell: CellResult) -> tuple[object, ...]:
+    """What must stay the same for a cell to count as unchanged."""
+    if cell.outcome is Outcome.PASS:
+        return (Outcome.PASS,)
+    return (cell.outcome, cell.stage, cell.error_type, cell.message, bool(cell.blamed_on))
+
+
+def compare(old: Results, new: Results) -> Diff:
+    blame_environment(old.cells)
+    blame_environment(new.cells)
+    before, after = old.by_id(), new.by_id()
+    diff = Diff()
+    for cell_id in sorted(set(before) | set(after)):
+        was, now = before.get(cell_id), after.get(cell_id)
+        if was is None:
+            diff.new.append(now)  # type: ignore[arg-type]
+        elif now is None:
+            diff.missing.append(was)
+        elif signature(was) == signature(now):
+            diff.unchanged += 1
+        elif was.outcome is Outcome.PASS:
+            diff.regressed.append((was, now))
+        elif now.outcome is Outcome.PASS:
+            diff.fixed.append((was, now))
+        else:
+            diff.changed.append((was, now))
+    return diff
+
+
+def _describe(cell: CellResult) -> str:
+    text = label(cell)
+    if cell.outcome is not Outcome.PASS and cell.message:
+        text += f": {cell.message}"
+    return text.replace("|", "\\|")[:200]
+
+
+def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff) -> str:
+    out = [f"# Matrix diff: `{old_path}` -> `{new_path}`", ""]
+    if old.fingerprint.get("mode") != new.fingerprint.get("mode"):
+        out += [
+            f"> **WARNING: these runs measured different devices ({old.fingerprint.get('mode')} vs "
+            f"{new.fingerprint.get('mode')}).** Differences below mix the device with the versions; compare runs "
+            "of the same kind of machine.",
+            "",
+        ]
+    rows = [[name, get(old.fingerprint), get(new.fingerprint), "" if get(old.fingerprint) == get(new.fingerprint) else "changed"]
+            for name, get in COMPARED]
+    out += [tabulate(rows, headers=["", "old", "new", ""], tablefmt="github"), ""]
+    out.append(
+        f"**{len(diff.regressed)} regressed, {len(diff.fixed)} fixed, {len(diff.changed)} failing differently, "
+        f"{len(diff.new)} new, {len(diff.missing)} missing**, {diff.unchanged} unchanged."
+    )
+    for title, pairs in (("Regressed (passed before, not now)", diff.regressed), ("Fixed", diff.fixed),
+                         ("Failing differently", diff.changed)):
+        if pairs:
+            out += ["", f"## {title}", "", tabulate([[f"`{a.cell}`", _describe(a), _describe(b)] for a, b in pairs],
+                                                    headers=["cell", "old", "new"], tablefmt="github")]
+    for title, cells in (("New cells", diff.new), ("Missing cells (in the old run only)", diff.missing)):
+        if cells:
+            out += ["", f"## {title}", "", tabulate([[f"`{c.cell}`", _describe(c)] for c in cells],
+                                                    headers=["cell", "outcome"], tablefmt="github")]
+    out.append("")
+    return "\n".join(out)
