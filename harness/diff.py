@@ -39,10 +39,23 @@ class Diff:
 
 
 def signature(cell: CellResult) -> tuple[object, ...]:
-    """What must stay the same for a cell to count as unchanged."""
+    """What must stay the same for a cell to count as unchanged: the outcome, and for a failure its stage
+    and exception type (messages carry paths and addresses that change from run to run)."""
     if cell.outcome is Outcome.PASS:
         return (Outcome.PASS,)
-    return (cell.outcome, cell.stage, cell.error_type, cell.message, bool(cell.blamed_on))
+    return (cell.outcome, cell.stage, cell.error_type)
+
+
+def against_baseline(base: CellResult | None, now: CellResult, baseline_path: str) -> str | None:
+    """Why a cell fails the baseline check, or None. Improvements fail too, so the baseline stays true."""
+    if base is None or base.flaky or signature(base) == signature(now):
+        return None
+    accept = f"if this is expected, accept it: pytest --baseline={baseline_path} --accept"
+    if base.outcome is Outcome.PASS:
+        return f"REGRESSED: {now.cell} passed in the baseline, now {_describe(now)}"
+    if now.outcome is Outcome.PASS:
+        return f"IMPROVED: {now.cell} was {_describe(base)} in the baseline and now passes; {accept}"
+    return f"FAILURE CHANGED: {now.cell} was {_describe(base)}, now {_describe(now)}; {accept}"
 
 
 def compare(old: Results, new: Results) -> Diff:

@@ -60,6 +60,7 @@ class CellResult:
     warnings: list[str] = field(default_factory=list)  # what PyTorch logged as a warning during the cell
     dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this environment cannot test it
     signal: str | None = None
+    flaky: str | None = None  # set by hand in a baseline: why this cell's outcome may vary (it is not checked)
     blamed_on: str | None = None  # the control cell that fails on the same path: the environment, not the wrapping
     log_tail: list[str] = field(default_factory=list)  # stderr of a crashed or hung runner
     timings: Timings = field(default_factory=Timings)

@@ -37,6 +37,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cells-per-process", type=int, default=0,
                     help="replace the runner process after this many cells (1: a fresh process per cell; 0: only after a fault)")
     group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR")
+    group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
+                    help="fail a cell whose outcome differs from this earlier run's (regressed, improved or failing differently)")
+    group.addoption("--accept", action="store_true", help="with --baseline: rewrite the baseline with this run's outcomes")
 
 
 def profile_name(config: pytest.Config) -> str:
@@ -89,6 +92,28 @@ def run_cell(cell_runner: Runner, pytestconfig: pytest.Config, request: pytest.F
         return result
 
     return run
+
+
+@pytest.fixture(scope="session")
+def baseline(pytestconfig: pytest.Config) -> dict[str, CellResult] | None:
+    path = pytestconfig.getoption("baseline")
+    if path is None or pytestconfig.getoption("accept"):
+        return None
+    from harness.results import load
+
+    return load(path).by_id()
+
+
+@pytest.fixture
+def check_baseline(baseline: dict[str, CellResult] | None, pytestconfig: pytest.Config) -> Any:
+    from harness.diff import against_baseline
+
+    def check(result: CellResult) -> str | None:
+        if baseline is None:
+            return None
+        return against_baseline(baseline.get(result.cell), result, pytestconfig.getoption("baseline"))
+
+    return check
 
 
 def cell_id(nodeid: str) -> str | None:
@@ -153,6 +178,7 @@ class MatrixController:
             wall_time_s=round(time.time() - self.started, 1),
         )
         written = report.write(results, self.config.getoption("report_dir"))
+        baseline_notes = self._baseline(results)
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if terminal:
             counts: dict[str, int] = {}
@@ -163,3 +189,26 @@ class MatrixController:
             terminal.write_line(f"triton-compat-matrix: {len(results.cells)} cells ({summary}); wrote {', '.join(written)}")
             if missing:
                 terminal.write_line(f"triton-compat-matrix: INCOMPLETE, {len(missing)} cells never reported")
+            for note in baseline_notes:
+                terminal.write_line(f"triton-compat-matrix: {note}")
+
+    def _baseline(self, results: Any) -> list[str]:
+        """With --accept, rewrite the baseline (keeping its flaky marks); say which baseline cells did not run."""
+        path = self.config.getoption("baseline")
+        if path is None:
+            return []
+        from harness import results as results_file
+
+        old = results_file.load(path) if os.path.exists(path) else None
+        notes = []
+        if old is not None:
+            absent = sorted(set(old.by_id()) - {c.cell for c in results.cells})
+            if absent:
+                notes.append(f"{len(absent)} baseline cells did not run: {', '.join(absent[:10])}")
+        if self.config.getoption("accept"):
+            flaky = {c.cell: c.flaky for c in old.cells if c.flaky} if old else {}
+            for cell in results.cells:
+                cell.flaky = flaky.get(cell.cell)
+            results_file.save(results, path)
+            notes.append(f"accepted this run's outcomes as the baseline {path}")
+        return notes

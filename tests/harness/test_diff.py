@@ -44,7 +44,7 @@ def test_regressed_fixed_changed_new_and_missing_cells_are_grouped(tmp_path, rea
     assert fix["outcome"] == "fail"
     fix.update(outcome="pass", stage=None, error_type=None, message=None)
     change = cell(new_run, "sin-raw-export_nonstrict")
-    change.update(message="a different error now")
+    change.update(error_type="ValueError", message="a different error now")
     dropped = cell(new_run, "silu-control-eager")
     new_run["cells"].remove(dropped)
     new = write(tmp_path, "new.json", new_run)

@@ -12,12 +12,12 @@ from tests.harness.conftest import PLANTED
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def run_matrix(tmp_path, selection, workers=2):
+def run_matrix(tmp_path, selection, workers=2, extra=()):
     reports = tmp_path / "reports"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider",
          f"--cases={PLANTED}", f"--report-dir={reports}", "--matrix-profile=ci", "--cell-timeout=120", "-k", selection,
-         "tests/test_matrix.py"],
+         *extra, "tests/test_matrix.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     results = json.loads((reports / "results.json").read_text()) if (reports / "results.json").exists() else None
@@ -60,3 +60,32 @@ def test_a_killed_worker_is_its_cells_crash_not_a_missing_cell(tmp_path):
     assert "pytest worker running this cell died" in killed["message"]
     assert cells["planted_ok-raw-eager"]["outcome"] == "pass"
     assert results["missing"] == []
+
+
+def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
+    baseline = tmp_path / "baseline.json"
+    selection = "test_cell[planted_wrong-raw-eager] or test_cell[planted_ok-raw-eager]"
+    proc, _, _ = run_matrix(tmp_path, selection, extra=[f"--baseline={baseline}", "--accept"])
+    assert proc.returncode == 0 and "accepted this run's outcomes as the baseline" in proc.stdout
+    proc, _, _ = run_matrix(tmp_path, selection, extra=[f"--baseline={baseline}"])
+    assert proc.returncode == 0, proc.stdout[-2000:]  # the same outcomes: nothing to report
+
+    data = json.loads(baseline.read_text())
+    cells = {c["cell"]: c for c in data["cells"]}
+    cells["planted_wrong-raw-eager"].update(outcome="pass", stage=None, error_type=None, message=None)
+    cells["planted_ok-raw-eager"].update(outcome="fail", stage="run", error_type="RuntimeError", message="old failure")
+    baseline.write_text(json.dumps(data))
+    proc, _, _ = run_matrix(tmp_path, selection, extra=[f"--baseline={baseline}"])
+    assert proc.returncode == 1
+    assert "REGRESSED: planted_wrong-raw-eager passed in the baseline, now WRONG" in proc.stdout
+    assert "IMPROVED: planted_ok-raw-eager was fail @run" in proc.stdout
+    assert f"pytest --baseline={baseline} --accept" in proc.stdout
+
+    cells["planted_wrong-raw-eager"]["flaky"] = "planted: varies by design"
+    cells["planted_ok-raw-eager"].update(outcome="pass", stage=None, error_type=None, message=None)
+    cells["planted_segfault-raw-eager"] = dict(cells["planted_ok-raw-eager"], cell="planted_segfault-raw-eager", case="planted_segfault")
+    data["cells"] = list(cells.values())
+    baseline.write_text(json.dumps(data))
+    proc, _, _ = run_matrix(tmp_path, selection, extra=[f"--baseline={baseline}"])
+    assert proc.returncode == 0, proc.stdout[-2000:]  # a flaky cell is not checked
+    assert "1 baseline cells did not run: planted_segfault-raw-eager" in proc.stdout
