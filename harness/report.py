@@ -170,7 +170,7 @@ def support_chart(results: Results) -> str:
         "",
         *_environment_lines(results),
         "",
-        f"## The tutorial's chart, measured",
+        "## The tutorial's chart, measured",
         "",
         f"Every entry is measured here; beside it, the answer published in the {tutorial.SOURCE}. "
         "Entries marked ⚠ disagree with it. *Traces into* is read off the graph Inductor compiled "
