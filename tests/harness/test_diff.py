@@ -91,3 +91,20 @@ def test_bad_input_exits_2_and_names_the_file_and_the_problem(tmp_path, real_run
     assert cli(["diff", write(tmp_path, "good.json", real_run), bad]) == 2
     err = capsys.readouterr().err
     assert "bad.json" in err and problem in err
+
+
+@pytest.mark.parametrize("old", ["3.6.0", "3.8.0"])
+def test_the_committed_upgrade_diffs_are_what_the_committed_runs_give(tmp_path, old):
+    """reports/triton-upgrade: each diff is regenerated from the two results files it names."""
+    upgrade = os.path.join(os.path.dirname(REAL_RUN), "..", "triton-upgrade")
+    out = tmp_path / "diff.md"
+    old_path = f"reports/triton-upgrade/triton-{old}/results.json"
+    new_path = "reports/triton-upgrade/triton-3.9.0/results.json"
+    cwd = os.getcwd()
+    os.chdir(os.path.join(upgrade, "..", ".."))  # the diff names the files as the committed command did
+    try:
+        assert cli(["diff", old_path, new_path, "--out", str(out)]) == 0
+    finally:
+        os.chdir(cwd)
+    with open(os.path.join(upgrade, f"diff-{old}-to-3.9.0.md")) as f:
+        assert out.read_text() == f.read()
