@@ -6,6 +6,9 @@ they measured the same environment.
 
 `python -m harness diff OLD.json NEW.json [--out FILE]` compares two runs: exit 0 with no regressions,
 1 with regressions, 2 for bad input.
+
+`python -m harness bench [--out FILE] [--report-dir DIR] [PYTEST ARGS ...]` runs the matrix with
+`pytest -n auto` and prints how fast it ran and what the harness itself cost.
 """
 
 from __future__ import annotations
@@ -55,7 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     dif.add_argument("old")
     dif.add_argument("new")
     dif.add_argument("--out", help="write the markdown here instead of standard output")
+    ben = commands.add_parser("bench", help="run the matrix (pytest -n auto) and print its speed figures")
+    ben.add_argument("--out", help="also write the figures here")
+    ben.add_argument("--report-dir", help="where the run's reports go (default: a temporary directory)")
+    ben.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest (-n auto unless -n is given)")
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        from harness import bench
+
+        return bench.main(args.pytest_args, args.out, args.report_dir)
     try:
         if args.command == "diff":
             return _diff(args.old, args.new, args.out)

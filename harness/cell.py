@@ -158,7 +158,23 @@ def run(
 
     `broken_dtypes` (from harness.probe) are left out, and the result says why.
     """
+    began = time.perf_counter()
     result = CellResult(cell=cell.id, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value, outcome=Outcome.PASS)
+    try:
+        return _run(cell, case, config, device, on_stage, broken_dtypes, result)
+    finally:
+        result.timings.work = time.perf_counter() - began
+
+
+def _run(
+    cell: Cell,
+    case: Case,
+    config: Settings,
+    device: str,
+    on_stage: Callable[[Stage], None],
+    broken_dtypes: dict[str, str] | None,
+    result: CellResult,
+) -> CellResult:
     broken = broken_dtypes or {}
     result.dtypes_skipped = {dtype_name(d): broken[dtype_name(d)] for d in case.dtypes if dtype_name(d) in broken}
     testable = tuple(d for d in case.dtypes if dtype_name(d) not in broken)
@@ -181,7 +197,7 @@ def run(
     with _captured_warnings(result), torch._inductor.config.patch(post_grad_custom_post_pass=observer.inductor_pass()):
         try:
             on_stage(Stage.WRAP)
-            with _timed(timings, "wrap"):
+            with _timed(timings, "setup"):
                 try:
                     if cell.path.kind is Kind.SUBSYSTEM:
                         program, reference = subsystems.programs(cell.path, case, cell.wrapping)
@@ -201,15 +217,22 @@ def run(
                     if training:
                         inputs = train.leaves(inputs)
                     label = f"{cell.id}-{dtype_name(dtype)}"
-                    built = paths.build(cell.path, program, inputs, case.max_batch, config.workdir, label, on_stage, observer)
+                    start = time.perf_counter()
+                    try:
+                        built = paths.build(cell.path, program, inputs, case.max_batch, config.workdir, label, on_stage, observer)
+                    finally:
+                        timings.compile += time.perf_counter() - start
                     artifacts[dtype] = train.step(built) if training else built
                     on_stage(Stage.RUN)
                 return artifacts[dtype]
 
-            with _timed(timings, "build"):
-                artifact_for(case.dtypes[0])
-            with _timed(timings, "check"):
+            artifact_for(case.dtypes[0])
+            checking = time.perf_counter()
+            compiled_before = timings.compile
+            try:
                 failure = _check(case, cell, config, device, artifact_for, reference, result)
+            finally:  # builds for the other dtypes happen lazily, inside the check: they count as compile
+                timings.run = time.perf_counter() - checking - (timings.compile - compiled_before)
             if failure is not None:
                 example_, error = failure
                 result.example = str(example_)
@@ -282,6 +305,29 @@ def _make_inputs(case: Case, ex: Example, device: str) -> tuple[Any, ...]:
         raise CaseProblem(Stage.SETUP, exc) from exc
 
 
+def verify(case: Case, cell: Cell, reference: Callable[..., Any], artifact: Callable[..., Any], dtype: torch.dtype, inputs: tuple[Any, ...]) -> None:
+    """Run the artifact and the reference on the same inputs; raise Mismatch where they differ."""
+    ref_inputs, act_inputs = _clone(inputs), _clone(inputs)
+    try:
+        expected = _flatten(reference(*ref_inputs))
+    except Exception as exc:
+        raise CaseProblem(Stage.REFERENCE, exc) from exc
+    actual = _flatten(paths.call(artifact, act_inputs))
+    input_names = [p.name for p in case.input_parameters()]
+    tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+    graded = [input_names[i] for i in tensors if inputs[i].is_floating_point()] if cell.path.kind is Kind.TRAIN else []
+    names = SUBSYSTEM_OUTPUTS.get(cell.path) or (
+        [f"output {n}" for n in range(len(expected) - len(graded))] + [f"gradient of input {n!r}" for n in graded]
+    )
+    compare(
+        case,
+        dtype,
+        expected + [ref_inputs[i] for i in tensors],
+        actual + [act_inputs[i] for i in tensors],
+        names + [f"input {input_names[i]!r} after the call" for i in tensors],
+    )
+
+
 def _check(
     case: Case,
     cell: Cell,
@@ -309,32 +355,9 @@ def _check(
         result.examples_run += 1
         dtypes_seen.add(dtype_name(ex.dtype))
         inputs = _make_inputs(case, ex, device)
-        ref_inputs, act_inputs = _clone(inputs), _clone(inputs)
         try:
-            expected = _flatten(reference(*ref_inputs))
-        except Exception as exc:
-            raise CaseProblem(Stage.REFERENCE, exc) from exc
-        try:
-            artifact = artifact_for(ex.dtype)
-            actual = _flatten(paths.call(artifact, act_inputs))
-        except StageFailure as exc:
-            failures.append((ex, exc))
-            raise
-        input_names = [p.name for p in case.input_parameters()]
-        tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
-        graded = [input_names[i] for i in tensors if inputs[i].is_floating_point()] if cell.path.kind is Kind.TRAIN else []
-        names = SUBSYSTEM_OUTPUTS.get(cell.path) or (
-            [f"output {n}" for n in range(len(expected) - len(graded))] + [f"gradient of input {n!r}" for n in graded]
-        )
-        try:
-            compare(
-                case,
-                ex.dtype,
-                expected + [ref_inputs[i] for i in tensors],
-                actual + [act_inputs[i] for i in tensors],
-                names + [f"input {input_names[i]!r} after the call" for i in tensors],
-            )
-        except Mismatch as exc:
+            verify(case, cell, reference, artifact_for(ex.dtype), ex.dtype, inputs)
+        except (StageFailure, Mismatch) as exc:
             failures.append((ex, exc))
             raise
 

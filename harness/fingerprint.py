@@ -69,7 +69,7 @@ def git_commit() -> dict[str, Any]:
     return {"commit": commit, "dirty": dirty}
 
 
-def collect(interpreter: bool, profile: str, profile_settings: dict[str, Any], workers: int) -> dict[str, Any]:
+def collect(interpreter: bool, profile: str, profile_settings: dict[str, Any], workers: int, caches: str = "fresh") -> dict[str, Any]:
     import hypothesis
     import torch
     import triton
@@ -87,6 +87,7 @@ def collect(interpreter: bool, profile: str, profile_settings: dict[str, Any], w
         "hypothesis": {"version": hypothesis.__version__, "profile": profile, **profile_settings},
         "git": git_commit(),
         "workers": workers,
+        "caches": caches,  # "fresh" or "reused from DIR": a reused cache can hide a compile failure
         "command": " ".join(["pytest" if "pytest" in sys.argv[0] else os.path.basename(sys.argv[0]), *sys.argv[1:]]),
         "time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }

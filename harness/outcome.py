@@ -30,13 +30,42 @@ class Stage(str, enum.Enum):
 
 @dataclass
 class Timings:
-    """Seconds spent in each part of a cell; `wall` is seen from the pytest worker."""
+    """Seconds spent in each part of a cell. `work` is what the cell itself costs in its runner process
+    (setup + compile + run); `wall` is seen from the pytest worker, and `overhead` is the difference:
+    the harness's own cost (the request and answer, the health check, a runner process started)."""
 
-    wrap: float = 0.0
-    build: float = 0.0  # compile / export / AOT compile and load, for the first dtype
-    check: float = 0.0  # the hypothesis examples, lazy builds for other dtypes included
+    setup: float = 0.0  # wrapping the kernel, building the program and the reference
+    compile: float = 0.0  # torch.compile's first call, export, AOT compile and load: every dtype's
+    run: float = 0.0  # the hypothesis examples: inputs, reference, the artifact's calls, comparison
+    work: float = 0.0
     wall: float = 0.0
-    process_start: float = 0.0  # a runner process started for this cell (first cell, or after a crash)
+    overhead: float = 0.0
+    process_start: float = 0.0  # a runner process started for this cell (first cell, or after a fault)
+    finished: float = 0.0  # when the cell's result came back (seconds since the epoch): orders a worker's cells
+
+    # Version 1 of the results file named the parts by the harness's steps.
+    V1_NAMES = {"wrap": "setup", "build": "compile", "check": "run"}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Timings:
+        renamed = {cls.V1_NAMES.get(k, k): v for k, v in data.items()}
+        timings = cls(**renamed)
+        if "work" not in data:
+            timings.work = timings.setup + timings.compile + timings.run
+            timings.overhead = max(timings.wall - timings.work, 0.0)
+        return timings
+
+
+@dataclass
+class Memory:
+    """Memory of the runner process, in MB, read after the cell (its artifacts freed) and at its peak."""
+
+    host_peak_mb: float | None = None  # the process's peak resident set, since it started
+    host_rss_mb: float | None = None
+    gpu_allocated_before_mb: float | None = None  # tensors alive on the GPU, before and after the cell
+    gpu_allocated_after_mb: float | None = None
+    gpu_peak_mb: float | None = None  # the most allocated at once during the cell
+    gpu_reserved_mb: float | None = None  # the caching allocator's pool after the cell
 
 
 @dataclass
@@ -64,6 +93,8 @@ class CellResult:
     blamed_on: str | None = None  # the control cell that fails on the same path: the environment, not the wrapping
     log_tail: list[str] = field(default_factory=list)  # stderr of a crashed or hung runner
     timings: Timings = field(default_factory=Timings)
+    memory: Memory = field(default_factory=Memory)
+    worker: str | None = None  # the pytest worker that ran it
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -76,7 +107,8 @@ class CellResult:
         data = dict(data)
         data["outcome"] = Outcome(data["outcome"])
         data["stage"] = Stage(data["stage"]) if data.get("stage") else None
-        data["timings"] = Timings(**data.get("timings", {}))
+        data["timings"] = Timings.from_json(data.get("timings", {}))
+        data["memory"] = Memory(**(data.get("memory") or {}))
         return cls(**data)
 
 

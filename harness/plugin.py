@@ -36,6 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cell-timeout", type=float, default=None, help="seconds a cell may take (default: per path)")
     group.addoption("--cells-per-process", type=int, default=0,
                     help="replace the runner process after this many cells (1: a fresh process per cell; 0: only after a fault)")
+    group.addoption("--cache-dir", default=None, metavar="DIR",
+                    help="reuse the Inductor and Triton compile caches in DIR, kept between runs "
+                         "(default: fresh caches for every run, so an old cache cannot hide a compile failure)")
     group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR")
     group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
                     help="fail a cell whose outcome differs from this earlier run's (regressed, improved or failing differently)")
@@ -67,7 +70,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def cell_runner(pytestconfig: pytest.Config) -> Iterator[Runner]:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
-    env = runner_env(workdir, worker)
+    cache_dir = pytestconfig.getoption("cache_dir")
+    env = runner_env(workdir, worker, os.path.abspath(cache_dir) if cache_dir else None)
     runner = Runner(case_specs(pytestconfig), workdir, env=env, cells_per_process=pytestconfig.getoption("cells_per_process") or None)
     try:
         yield runner
@@ -88,6 +92,7 @@ def run_cell(cell_runner: Runner, pytestconfig: pytest.Config, request: pytest.F
         settings = Settings(**profile, workdir=cell_runner.workdir)
         timeout = pytestconfig.getoption("cell_timeout") or cell.path.timeout_s
         result = cell_runner.run(cell, settings, timeout)
+        result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         request.node.user_properties.append((RESULT_PROPERTY, result.to_json()))
         return result
 
@@ -171,6 +176,7 @@ class MatrixController:
                 profile=profile,
                 profile_settings=PROFILES[profile],
                 workers=workers if isinstance(workers, int) else 1,
+                caches=f"reused from {os.path.abspath(cache_dir)}" if (cache_dir := self.config.getoption("cache_dir")) else "fresh",
             ),
             cells=list(self.results.values()),
             complete=not missing,

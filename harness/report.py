@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import statistics
 from collections import defaultdict
 
 from tabulate import tabulate
@@ -81,7 +80,7 @@ def _environment_lines(results: Results) -> list[str]:
         f"{fp.get('hypothesis', {}).get('max_examples')} examples a cell, derandomize={fp.get('hypothesis', {}).get('derandomize')}",
         f"- commit {str((fp.get('git') or {}).get('commit'))[:12]}{' (dirty)' if (fp.get('git') or {}).get('dirty') else ''}, "
         f"{fp.get('time')}, {fp.get('workers')} workers, wall time {results.wall_time_s or 0:.0f} s",
-        f"- command: `{fp.get('command')}`",
+        f"- command: `{fp.get('command')}`; compile caches: {fp.get('caches', 'fresh')}",
     ]
     skipped: dict[str, set[str]] = defaultdict(set)
     for cell in results.cells:
@@ -235,28 +234,25 @@ def _support_entry(cells: list[CellResult], path: Path) -> str:
 
 
 def timing_lines(results: Results) -> list[str]:
-    """Where the time went, and what the process isolation cost per cell."""
-    cells = [c for c in results.cells if c.timings.wall > 0]
-    if not cells:
+    """Where the time went, and what the harness itself cost per cell."""
+    from harness.bench import figures
+
+    if not any(c.timings.wall > 0 for c in results.cells):
         return []
-    t = [c.timings for c in cells]
-    # A crashed or hung cell reports no work of its own, so it says nothing about the overhead.
-    overhead = sorted(
-        c.timings.wall - c.timings.wrap - c.timings.build - c.timings.check
-        for c in cells
-        if c.outcome not in (Outcome.CRASH, Outcome.TIMEOUT)
-    ) or [0.0]
-    starts = sorted(x.process_start for x in t if x.process_start > 0)
-    work = sum(x.wrap + x.build + x.check for x in t)
+    f = figures(results, results.wall_time_s or 0.0)
+    t = [c.timings for c in results.cells]
     lines = [
-        f"- {len(cells)} cells; work (wrap + build + check) {work:.0f} s in all, longest cell {max(x.wall for x in t):.1f} s",
-        f"- harness overhead per cell that reported its work (wall minus work, runner start included): median {statistics.median(overhead):.2f} s, "
-        f"max {overhead[-1]:.2f} s",
+        f"- {f.cells} cells on {f.workers} workers in {f.wall_s:.0f} s; their work {f.work_s:.0f} s in all "
+        f"(setup {sum(x.setup for x in t):.0f} s, compile/export/AOT compile {sum(x.compile for x in t):.0f} s, "
+        f"run {sum(x.run for x in t):.0f} s), longest cell {f.longest_cell_s:.1f} s; efficiency {f.efficiency:.2f} "
+        "(max(longest cell, work / workers) / wall time)",
+        f"- harness overhead per cell (wall minus work, runner start included): median {f.overhead_median_s:.2f} s, "
+        f"max {f.overhead_worst_s:.2f} s",
     ]
-    if starts:
+    if f.process_starts:
         lines.append(
-            f"- runner processes started: {len(starts)} (first cell of a worker, or after a crash, timeout or "
-            f"poisoned context), median start {statistics.median(starts):.2f} s"
+            f"- runner processes started: {f.process_starts} (first cell of a worker, or after a crash, timeout or "
+            f"poisoned context), median start {f.process_start_median_s:.2f} s"
         )
     return lines
 

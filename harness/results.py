@@ -11,7 +11,8 @@ from typing import Any
 from harness.outcome import CellResult
 
 SCHEMA = "triton-compat-matrix/results"
-VERSION = 1
+VERSION = 2
+READABLE = (1, 2)  # version 1 differs only in the names of the timings, which load() renames
 
 
 class ResultsError(ValueError):
@@ -69,8 +70,9 @@ def load(path: str) -> Results:
         raise ResultsError(f"{path}: not JSON (truncated or corrupt?): {exc}") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ResultsError(f"{path}: not a triton-compat-matrix results file (no \"schema\": \"{SCHEMA}\")")
-    if data.get("version") != VERSION:
-        raise ResultsError(f"{path}: results schema version {data.get('version')!r}; this harness reads version {VERSION}")
+    if data.get("version") not in READABLE:
+        readable = " and ".join(str(v) for v in READABLE)
+        raise ResultsError(f"{path}: results schema version {data.get('version')!r}; this harness reads versions {readable}")
     from harness.cell import Cell
 
     try:

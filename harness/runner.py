@@ -22,20 +22,21 @@ from dataclasses import asdict
 from typing import Any
 
 from harness.cell import Cell, Settings
-from harness.outcome import CellResult, Outcome, Stage
+from harness.outcome import CellResult, Memory, Outcome, Stage
 
 LOG_TAIL_LINES = 40
 
 
-def runner_env(workdir: str, worker: str = "gw0") -> dict[str, str]:
+def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None) -> dict[str, str]:
     """Environment for a runner process: fresh compile caches inside `workdir` (an old cache must never
-    hide a compile failure), Triton's interpreter when there is no GPU, and one GPU per pytest worker
-    on a machine with several."""
+    hide a compile failure) unless `cache_dir` is given to reuse, Triton's interpreter when there is no
+    GPU, and one GPU per pytest worker on a machine with several."""
     import torch
 
+    caches = cache_dir or workdir
     env = {
-        "TORCHINDUCTOR_CACHE_DIR": os.path.join(workdir, "inductor-cache"),
-        "TRITON_CACHE_DIR": os.path.join(workdir, "triton-cache"),
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor-cache"),
+        "TRITON_CACHE_DIR": os.path.join(caches, "triton-cache"),
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
     }
     if not torch.cuda.is_available():
@@ -174,6 +175,8 @@ class Runner:
             self.stop()
         result.timings.process_start = started
         result.timings.wall = time.perf_counter() - began
+        result.timings.overhead = max(result.timings.wall - result.timings.work, 0.0)
+        result.timings.finished = time.time()
         return result
 
     def _lost(self, cell: Cell, stage: Stage, timeout: float, log_offset: int, timed_out: bool) -> CellResult:
@@ -231,6 +234,45 @@ def _health_check(device: str) -> bool:
         return False
 
 
+def _memory_before(device: str) -> float | None:
+    import torch
+
+    if device != "cuda":
+        return None
+    try:
+        torch.cuda.reset_peak_memory_stats()
+        return torch.cuda.memory_allocated() / 2**20
+    except Exception:  # a context the previous cell broke: the health check deals with it
+        return None
+
+
+def _memory_after(device: str, allocated_before: float | None) -> Memory:
+    """Read once the cell's artifacts are gone: what stays allocated is what the next cell inherits."""
+    import gc
+    import resource
+
+    import torch
+
+    gc.collect()
+    memory = Memory(host_peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    try:
+        with open("/proc/self/statm") as f:
+            memory.host_rss_mb = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError):
+        pass
+    if device == "cuda":
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            memory.gpu_allocated_before_mb = allocated_before
+            memory.gpu_allocated_after_mb = torch.cuda.memory_allocated() / 2**20
+            memory.gpu_peak_mb = torch.cuda.max_memory_allocated() / 2**20
+            memory.gpu_reserved_mb = torch.cuda.memory_reserved() / 2**20
+        except Exception:
+            pass
+    return memory
+
+
 def main(case_modules: list[str]) -> None:
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything printed by kernels or PyTorch goes to the log, not the protocol
@@ -264,9 +306,11 @@ def main(case_modules: list[str]) -> None:
                 outcome=Outcome.ERROR, stage=Stage.SETUP, message=f"no case named {cell.case!r} in {case_modules}",
             )
         else:
+            before = _memory_before(device)
             result = cells.run(
                 cell, case, config, device, on_stage=lambda s: send({"event": "stage", "stage": s.value}), broken_dtypes=broken
             )
+            result.memory = _memory_after(device, before)
         send({"event": "result", "result": result.to_json()})
         if not _health_check(device):
             send({"event": "unhealthy"})

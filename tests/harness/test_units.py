@@ -131,7 +131,7 @@ def test_results_round_trip_and_bad_files_are_named(tmp_path):
     with pytest.raises(ResultsError, match="not a triton-compat-matrix results file"):
         load(str(other))
     newer = tmp_path / "newer.json"
-    newer.write_text(path.read_text().replace('"version": 1', '"version": 99'))
+    newer.write_text(path.read_text().replace('"version": 2', '"version": 99'))
     with pytest.raises(ResultsError, match="schema version 99"):
         load(str(newer))
     with pytest.raises(ResultsError, match="cannot read"):

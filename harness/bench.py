@@ -1,0 +1,162 @@
+"""How fast the matrix runs, and how much of its time is the harness's own: `python -m harness bench`.
+
+It runs the matrix as a user does (`pytest -n auto`, fresh caches) and reads the figures off the
+results file: the cells' own work, the lower bound on wall time that work sets, efficiency against it,
+the harness's overhead per cell, and each worker's peak host and GPU memory and GPU memory growth.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.outcome import Memory, Outcome
+from harness.results import Results, load
+
+
+@dataclass
+class WorkerFigures:
+    worker: str
+    cells: int
+    host_peak_mb: float | None
+    gpu_peak_mb: float | None
+    gpu_allocated_first_mb: float | None  # after its first cell, its artifacts freed
+    gpu_allocated_last_mb: float | None
+    gpu_growth_max_step_mb: float | None  # the largest rise of allocated memory from one cell to the next
+
+
+@dataclass
+class Figures:
+    cells: int
+    workers: int
+    wall_s: float
+    work_s: float
+    longest_cell: str
+    longest_cell_s: float
+    bound_s: float
+    efficiency: float
+    overhead_median_s: float
+    overhead_worst_s: float
+    overhead_worst_cell: str
+    process_starts: int
+    process_start_median_s: float | None
+    per_worker: list[WorkerFigures] = field(default_factory=list)
+
+
+def _mb(memory: Memory, key: str) -> float | None:
+    return getattr(memory, key)
+
+
+def figures(results: Results, wall_s: float) -> Figures:
+    """The benchmark's figures from a run's results and the wall time of the whole run."""
+    cells = [c for c in results.cells if c.timings.wall > 0]
+    if not cells:
+        raise ValueError("the results hold no timed cells: nothing ran")
+    workers = int(results.fingerprint.get("workers") or 1)
+    work = {c.cell: c.timings.work for c in cells}
+    longest = max(work, key=work.__getitem__)
+    bound = max(work[longest], sum(work.values()) / workers)
+    # A crashed or hung cell reports no work of its own, so it says nothing about the overhead.
+    overheads = {c.cell: c.timings.overhead for c in cells if c.outcome not in (Outcome.CRASH, Outcome.TIMEOUT)} or {"-": 0.0}
+    worst = max(overheads, key=overheads.__getitem__)
+    starts = [c.timings.process_start for c in cells if c.timings.process_start > 0]
+
+    per_worker = []
+    by_worker: dict[str, list[Any]] = {}
+    for c in sorted(cells, key=lambda c: c.timings.finished):
+        by_worker.setdefault(c.worker or "?", []).append(c)
+    for name, mine in sorted(by_worker.items()):
+        allocated = [_mb(c.memory, "gpu_allocated_after_mb") for c in mine]
+        allocated = [a for a in allocated if a is not None]
+        steps = [b - a for a, b in zip(allocated, allocated[1:])]
+        host = [h for c in mine if (h := _mb(c.memory, "host_peak_mb")) is not None]
+        gpu = [g for c in mine if (g := _mb(c.memory, "gpu_peak_mb")) is not None]
+        per_worker.append(WorkerFigures(
+            worker=name,
+            cells=len(mine),
+            host_peak_mb=max(host) if host else None,
+            gpu_peak_mb=max(gpu) if gpu else None,
+            gpu_allocated_first_mb=allocated[0] if allocated else None,
+            gpu_allocated_last_mb=allocated[-1] if allocated else None,
+            gpu_growth_max_step_mb=max(steps) if steps else (0.0 if allocated else None),
+        ))
+    return Figures(
+        cells=len(cells),
+        workers=workers,
+        wall_s=wall_s,
+        work_s=sum(work.values()),
+        longest_cell=longest,
+        longest_cell_s=work[longest],
+        bound_s=bound,
+        efficiency=bound / wall_s if wall_s > 0 else 0.0,
+        overhead_median_s=statistics.median(overheads.values()),
+        overhead_worst_s=overheads[worst],
+        overhead_worst_cell=worst,
+        process_starts=len(starts),
+        process_start_median_s=statistics.median(starts) if starts else None,
+        per_worker=per_worker,
+    )
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
+    gpu = fingerprint.get("gpu") or {}
+    device = gpu.get("name") if gpu else "CPU (Triton interpreter)"
+    lines = [
+        f"command: {command}",
+        f"device: {device}; torch {fingerprint.get('torch')}, triton {fingerprint.get('triton')}; "
+        f"{fingerprint.get('cpus')} CPUs; caches: {fingerprint.get('caches', 'fresh')}; git {(fingerprint.get('git') or {}).get('commit')}",
+        "",
+        f"cells                        {f.cells}",
+        f"workers                      {f.workers}",
+        f"wall time                    {f.wall_s:.1f} s",
+        f"sum of the cells' work       {f.work_s:.1f} s",
+        f"longest cell                 {f.longest_cell_s:.1f} s ({f.longest_cell})",
+        f"lower bound                  {f.bound_s:.1f} s = max(longest cell, work / workers)",
+        f"efficiency                   {f.efficiency:.3f} = lower bound / wall time",
+        f"overhead per cell, median    {f.overhead_median_s:.3f} s",
+        f"overhead per cell, worst     {f.overhead_worst_s:.2f} s ({f.overhead_worst_cell})",
+        f"runner processes started     {f.process_starts}, median {_fmt(f.process_start_median_s, 1)} s each",
+        "",
+        "| worker | cells | peak host MB | peak GPU MB | GPU allocated after first cell MB | after last cell MB | largest rise between cells MB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for w in f.per_worker:
+        lines.append(
+            f"| {w.worker} | {w.cells} | {_fmt(w.host_peak_mb)} | {_fmt(w.gpu_peak_mb)} | {_fmt(w.gpu_allocated_first_mb, 1)} "
+            f"| {_fmt(w.gpu_allocated_last_mb, 1)} | {_fmt(w.gpu_growth_max_step_mb, 1)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(pytest_args: list[str], out: str | None = None, report_dir: str | None = None) -> int:
+    """Run the matrix as a user does and print its figures; exit as pytest did (2: no results)."""
+    report_dir = os.path.abspath(report_dir or tempfile.mkdtemp(prefix="tcm-bench-"))
+    if not any(a.startswith(("-n", "--numprocesses")) for a in pytest_args):
+        pytest_args = ["-n", "auto", *pytest_args]
+    command = [sys.executable, "-m", "pytest", f"--report-dir={report_dir}", "-q", *pytest_args]
+    print(f"running: {' '.join(shlex.quote(c) for c in command)}", flush=True)
+    start = time.perf_counter()
+    proc = subprocess.run(command)
+    wall = time.perf_counter() - start
+    path = os.path.join(report_dir, "results.json")
+    if not os.path.exists(path):
+        print(f"bench: the matrix wrote no {path} (pytest exit {proc.returncode})", file=sys.stderr)
+        return 2
+    results = load(path)
+    text = render(figures(results, wall), results.fingerprint, "python -m harness bench " + " ".join(map(shlex.quote, pytest_args)))
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    return proc.returncode

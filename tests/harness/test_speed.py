@@ -1,0 +1,76 @@
+"""Timings, memory, the benchmark's figures, cache reuse and --perf, checked on real runs of planted cases."""
+
+import json
+import os
+
+import pytest
+
+from harness import bench
+from harness.outcome import CellResult, Memory, Outcome, Timings
+from harness.results import Results, load
+from tests.harness.test_pytest_matrix import ROOT, outcomes, run_matrix
+
+
+def _cell(name, work, wall, worker="gw0", outcome=Outcome.PASS, allocated=None, finished=0.0, start=0.0):
+    case, wrapping, path = name.rsplit("-", 2)
+    return CellResult(
+        cell=name, case=case, wrapping=wrapping, path=path, outcome=outcome, worker=worker,
+        timings=Timings(work=work, wall=wall, overhead=wall - work, finished=finished, process_start=start),
+        memory=Memory(gpu_allocated_after_mb=allocated, gpu_peak_mb=(allocated or 0) + 10, host_peak_mb=900.0),
+    )
+
+
+def test_figures_bound_efficiency_overhead_and_memory_growth():
+    cells = [
+        _cell("a-raw-eager", 10.0, 12.0, "gw0", allocated=1.0, finished=1, start=1.5),
+        _cell("b-raw-eager", 30.0, 30.2, "gw1", allocated=1.0, finished=2, start=1.5),
+        _cell("c-raw-eager", 20.0, 20.1, "gw0", allocated=5.0, finished=3),
+        _cell("d-raw-eager", 0.0, 99.0, "gw1", outcome=Outcome.CRASH, allocated=None, finished=4),
+    ]
+    results = Results(fingerprint={"workers": 2}, cells=cells)
+    f = bench.figures(results, wall_s=40.0)
+    assert f.work_s == 60.0 and f.longest_cell == "b-raw-eager"
+    assert f.bound_s == 30.0  # max(30, 60 / 2)
+    assert f.efficiency == pytest.approx(0.75)
+    # the crashed cell did no work it could report: its wall time is not the harness's overhead
+    assert f.overhead_worst_cell == "a-raw-eager" and f.overhead_worst_s == pytest.approx(2.0)
+    assert f.overhead_median_s == pytest.approx(0.2)
+    assert f.process_starts == 2
+    growth = {w.worker: w for w in f.per_worker}
+    assert growth["gw0"].gpu_growth_max_step_mb == pytest.approx(4.0)  # 1 MB after a-, 5 MB after c-
+    assert growth["gw1"].gpu_growth_max_step_mb == 0.0
+    text = bench.render(f, {"gpu": {"name": "test GPU"}}, "python -m harness bench")
+    assert "efficiency                   0.750" in text and "| gw0 | 2 | 900 |" in text
+
+
+def test_version_1_results_files_still_load_with_their_timings_renamed():
+    old = load(os.path.join(ROOT, "reports", "cpu", "results.json"))
+    raw = json.load(open(os.path.join(ROOT, "reports", "cpu", "results.json")))
+    assert raw["version"] == 1
+    first = raw["cells"][0]["timings"]
+    t = old.by_id()[raw["cells"][0]["cell"]].timings
+    assert (t.setup, t.compile, t.run) == (first["wrap"], first["build"], first["check"])
+    assert t.work == pytest.approx(t.setup + t.compile + t.run)
+
+
+def test_cells_report_their_work_overhead_and_memory(tmp_path):
+    proc, results, _ = run_matrix(tmp_path, "test_cell[planted_ok-raw-eager] or test_cell[planted_ok-raw-compile_default]", workers=1)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    for cell in outcomes(results).values():
+        t = cell["timings"]
+        assert t["work"] > 0 and t["wall"] >= t["work"]
+        assert t["work"] >= t["setup"] + t["compile"] + t["run"] - 1e-6
+        assert t["overhead"] == pytest.approx(t["wall"] - t["work"])
+        assert cell["memory"]["host_peak_mb"] > 100  # torch is imported in the runner
+        assert cell["worker"] == "gw0"
+    assert outcomes(results)["planted_ok-raw-compile_default"]["timings"]["compile"] > 0
+    assert results["fingerprint"]["caches"] == "fresh"
+
+
+def test_cache_dir_is_reused_and_the_fingerprint_says_so(tmp_path):
+    caches = tmp_path / "caches"
+    proc, results, reports = run_matrix(tmp_path, "test_cell[planted_ok-raw-compile_default]", workers=1, extra=[f"--cache-dir={caches}"])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert results["fingerprint"]["caches"] == f"reused from {caches}"
+    assert (caches / "inductor-cache").is_dir() and any((caches / "inductor-cache").iterdir())
+    assert f"compile caches: reused from {caches}" in (reports / "SUPPORT.md").read_text()
