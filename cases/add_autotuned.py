@@ -32,6 +32,7 @@ CASE = Case(
     make_inputs=inputs.randn(2),
     shapes=inputs.shapes(4096),
     example_shape=(300,),
+    max_batch=1 << 22,  # --perf times 4M elements
     backward=Backward(backward),
     flops=numel,
     tags=frozenset({"elementwise", "autotune", "tutorial"}),

@@ -38,6 +38,7 @@ CASE = Case(
     make_inputs=make_inputs,
     shapes=inputs.shapes(4096),
     example_shape=(300,),
+    max_batch=1 << 22,  # --perf times 4M elements
     mutates=frozenset({"x"}),
     tags=frozenset({"mutation"}),
     description="writes its input in place and returns nothing; a float scalar argument",

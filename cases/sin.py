@@ -50,6 +50,7 @@ CASE = Case(
     make_inputs=inputs.randn(1, scale=3),
     shapes=inputs.shapes(4096),
     example_shape=(300,),
+    max_batch=1 << 22,  # --perf times 4M elements
     backward=Backward(backward, kernels=(cos_kernel,)),
     flops=lambda x_shape: prod(x_shape),
     tags=frozenset({"elementwise", "tutorial"}),

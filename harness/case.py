@@ -102,7 +102,10 @@ class Case:
         batch, which export marks dynamic.
     shapes: a hypothesis strategy of shapes for the compile paths.
     example_shape: the shape export and AOTInductor trace with (batch at least 2); their checks
-        vary only the batch, up to `max_batch`.
+        vary only the batch, up to `max_batch` (at most 4096 in the checks; the rest of the range is
+        exercised by the benchmark input).
+    benchmark_batch: the batch of the input `--perf` times every path on, a realistic size (default
+        `max_batch`; the input is `example_shape` with this batch, so exported artifacts can run it).
     mutates: names of inputs the launcher writes in place (declared as `mutates_args`).
     backward: how to differentiate it (training rows); None: the case has no gradient.
     flops: flops(*input shapes) -> int, registered with register_flop_formula on the operator styles.
@@ -117,6 +120,7 @@ class Case:
     example_shape: tuple[int, ...]
     dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16)
     max_batch: int = 1024
+    benchmark_batch: int | None = None
     tolerances: Mapping[torch.dtype, Tolerance] = field(default_factory=dict)
     mutates: frozenset[str] = frozenset()
     backward: Backward | None = None
@@ -142,6 +146,8 @@ class Case:
             raise CaseError(self.name, "shapes must be a hypothesis strategy of shape tuples")
         if len(self.example_shape) < 1 or self.example_shape[0] < 2:
             raise CaseError(self.name, "example_shape needs a batch (dim 0) of at least 2, or export specialises it")
+        if self.benchmark_batch is not None and not 1 <= self.benchmark_batch <= self.max_batch:
+            raise CaseError(self.name, f"benchmark_batch {self.benchmark_batch} must lie in 1..max_batch ({self.max_batch})")
         if not self.dtypes:
             raise CaseError(self.name, "dtypes is empty")
         for dtype in self.dtypes:
@@ -190,3 +196,7 @@ class Case:
 
     def export_shape(self, batch: int) -> tuple[int, ...]:
         return (batch, *self.example_shape[1:])
+
+    @property
+    def benchmark_shape(self) -> tuple[int, ...]:
+        return self.export_shape(self.benchmark_batch or self.max_batch)

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness import path as paths
+from harness import perf
 from harness import subsystems
 from harness import training as train
 from harness import wrapping as wrappings
@@ -60,6 +61,7 @@ class Settings:
     max_examples: int = 20
     derandomize: bool = True
     workdir: str = "."
+    perf: bool = False  # time the artifact after a pass (harness.perf)
 
 
 class Mismatch(AssertionError):
@@ -123,12 +125,15 @@ def compare(case: Case, dtype: torch.dtype, expected: list[Any], actual: list[An
 SUBSYSTEM_OUTPUTS = {Path.FLOP_COUNTER: ["the flop count"], Path.TENSOR_SUBCLASS: ["the result's .a", "the result's .b"]}
 
 
+CHECKED_BATCH_MAX = 4096  # exported artifacts are checked on batches up to this; --perf runs the case's benchmark batch
+
+
 def _example_strategy(case: Case, path: Path) -> st.SearchStrategy[Example]:
     if path is Path.OPCHECK:  # opcheck is slow and shape-blind: once per dtype
         return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0))
     if path.kind in (Kind.EXPORT, Kind.AOTI):
         # The artifact is traced once per dtype; only the dynamic batch may change.
-        shapes = st.integers(1, case.max_batch).map(case.export_shape)
+        shapes = st.integers(1, min(case.max_batch, CHECKED_BATCH_MAX)).map(case.export_shape)
     else:
         shapes = case.shapes
     return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1))
@@ -237,6 +242,16 @@ def _run(
                 example_, error = failure
                 result.example = str(example_)
                 raise error
+            if config.perf and perf.applies(cell.path):
+                with _timed(timings, "perf"):
+                    result.perf = perf.measure(
+                        case,
+                        artifact_for,
+                        paths.call,
+                        lambda ex: _make_inputs(case, ex, device),
+                        lambda dtype, inputs, artifact: verify(case, cell, reference, artifact, dtype, inputs),
+                        device,
+                    )
         except Mismatch as exc:
             result.outcome, result.stage = Outcome.WRONG, Stage.RUN
             result.message, result.max_error, result.mismatched = first_line(exc), exc.max_error, exc.mismatched

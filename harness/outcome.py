@@ -41,6 +41,7 @@ class Timings:
     wall: float = 0.0
     overhead: float = 0.0
     process_start: float = 0.0  # a runner process started for this cell (first cell, or after a fault)
+    perf: float = 0.0  # timing the artifact's speed, with --perf
     finished: float = 0.0  # when the cell's result came back (seconds since the epoch): orders a worker's cells
 
     # Version 1 of the results file named the parts by the harness's steps.
@@ -95,6 +96,7 @@ class CellResult:
     timings: Timings = field(default_factory=Timings)
     memory: Memory = field(default_factory=Memory)
     worker: str | None = None  # the pytest worker that ran it
+    perf: dict[str, Any] | None = None  # with --perf: the artifact's median latency on a realistic input
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

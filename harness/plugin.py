@@ -40,6 +40,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="reuse the Inductor and Triton compile caches in DIR, kept between runs "
                          "(default: fresh caches for every run, so an old cache cannot hide a compile failure)")
     group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR")
+    group.addoption("--perf", action="store_true",
+                    help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "
+                         "run without -n, so cells do not share the GPU")
     group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
                     help="fail a cell whose outcome differs from this earlier run's (regressed, improved or failing differently)")
     group.addoption("--accept", action="store_true", help="with --baseline: rewrite the baseline with this run's outcomes")
@@ -55,6 +58,8 @@ def case_specs(config: pytest.Config) -> list[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("perf") and (config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no"):
+        raise pytest.UsageError("--perf times kernels: run it without -n (pytest --perf), so no other cell shares the GPU")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(MatrixController(config), "tcm-controller")
 
@@ -89,7 +94,7 @@ def run_cell(cell_runner: Runner, pytestconfig: pytest.Config, request: pytest.F
     profile = PROFILES[profile_name(pytestconfig)]
 
     def run(cell: Cell) -> CellResult:
-        settings = Settings(**profile, workdir=cell_runner.workdir)
+        settings = Settings(**profile, workdir=cell_runner.workdir, perf=pytestconfig.getoption("perf"))
         timeout = pytestconfig.getoption("cell_timeout") or cell.path.timeout_s
         result = cell_runner.run(cell, settings, timeout)
         result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")

@@ -12,7 +12,7 @@ from harness.outcome import CellResult, Outcome, Stage
 from harness.path import Path
 from harness.results import Results
 from harness.wrapping import Wrapping
-from harness import tutorial
+from harness import perf, tutorial
 
 FAILED = (Outcome.WRONG, Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
 STYLES = [w for w in Wrapping if w is not Wrapping.CONTROL]
@@ -191,8 +191,33 @@ def support_chart(results: Results) -> str:
         "path itself works here. Every entry links to its row of [MATRIX.md](MATRIX.md), which shows each "
         "cell with its outcome and the first line of its error.",
         "",
+        *_speed_section(results),
     ]
     return "\n".join(text)
+
+
+def _speed_section(results: Results) -> list[str]:
+    rows = perf.speed_table(results.cells)
+    if not rows:
+        return []
+    shapes = sorted({f"{c.case} {tuple(c.perf['shape'])} {c.perf['dtype']}" for c in results.cells if c.perf})
+    errors = [c for c in results.cells if c.perf and "error" in c.perf]
+    lines = [
+        "## Speed vs eager (`--perf`)",
+        "",
+        "Median latency of each passing cell's artifact (`triton.testing.do_bench`), as the raw kernel's eager "
+        "latency divided by it: above 1.00x is faster than calling the raw kernel. Training rows are compared "
+        "with the autograd.Function in eager mode. Each entry is the geometric mean over the cases timed "
+        "(how many in brackets); every cell's figure is in [MATRIX.md](MATRIX.md).",
+        "",
+        tabulate(rows, headers=["row", *[w.value for w in Wrapping]], tablefmt="github"),
+        "",
+        f"Benchmark inputs: {'; '.join(shapes)}.",
+        "",
+    ]
+    if errors:
+        lines += [f"- `{c.cell}` failed at the benchmark size: {_cell_text(c.perf['error'])}" for c in errors] + [""]
+    return lines
 
 
 def _control_entry(control: list[CellResult]) -> str:
@@ -261,6 +286,7 @@ def matrix(results: Results) -> str:
     by_path: dict[str, list[CellResult]] = defaultdict(list)
     for cell in results.cells:
         by_path[cell.path].append(cell)
+    by_id = results.by_id()
     out = ["# Matrix: every cell", "", *_environment_lines(results), ""]
     out.append(
         "Outcomes: `pass`; `WRONG` (ran, numbers differ from the reference); `fail @stage` (an exception); "
@@ -278,7 +304,8 @@ def matrix(results: Results) -> str:
         out += ["", f'<a id="{path.value}"></a>', f"## {path.title}", ""]
         grid: dict[str, dict[str, str]] = defaultdict(dict)
         for c in cells:
-            grid[c.case][c.wrapping] = label(c)
+            ratio = perf.speedup(c, by_id)
+            grid[c.case][c.wrapping] = label(c) + (f", {ratio:.2f}x eager" if ratio is not None else "")
         rows = [[case, *[grid[case].get(w.value, "") for w in Wrapping]] for case in sorted(grid)]
         out.append(tabulate(rows, headers=["case", *[w.value for w in Wrapping]], tablefmt="github"))
         details = [c for c in sorted(cells, key=lambda c: c.cell) if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings]

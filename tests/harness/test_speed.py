@@ -2,12 +2,15 @@
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 from harness import bench
 from harness.outcome import CellResult, Memory, Outcome, Timings
 from harness.results import Results, load
+from tests.harness.conftest import PLANTED
 from tests.harness.test_pytest_matrix import ROOT, outcomes, run_matrix
 
 
@@ -74,3 +77,31 @@ def test_cache_dir_is_reused_and_the_fingerprint_says_so(tmp_path):
     assert results["fingerprint"]["caches"] == f"reused from {caches}"
     assert (caches / "inductor-cache").is_dir() and any((caches / "inductor-cache").iterdir())
     assert f"compile caches: reused from {caches}" in (reports / "SUPPORT.md").read_text()
+
+
+def test_perf_refuses_xdist(tmp_path):
+    proc, _, _ = run_matrix(tmp_path, "planted_ok-raw-eager", workers=2, extra=["--perf"])
+    assert proc.returncode != 0
+    assert "--perf times kernels: run it without -n" in proc.stderr + proc.stdout
+
+
+def test_perf_times_passing_cells_and_the_reports_compare_them_with_eager(tmp_path):
+    reports = tmp_path / "reports"
+    selection = " or ".join(f"test_cell[planted_ok-{w}-{p}]" for w in ("raw", "control") for p in ("eager", "compile_default")) + \
+        " or test_cell[planted_wrong-raw-eager]"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--cases={PLANTED}",
+         f"--report-dir={reports}", "--matrix-profile=ci", "--perf", "-k", selection, "tests/test_matrix.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    cells = outcomes(json.loads((reports / "results.json").read_text()))
+    ok = cells["planted_ok-raw-eager"]
+    assert ok["perf"]["median_ms"] > 0 and ok["perf"]["dtype"] == "float32" and ok["timings"]["perf"] > 0
+    assert cells["planted_ok-control-compile_default"]["perf"]["median_ms"] > 0
+    assert cells["planted_wrong-raw-eager"]["perf"] is None  # only passing cells are timed
+    matrix = (reports / "MATRIX.md").read_text()
+    assert "pass, 1.00x eager" in matrix  # the raw eager cell against itself
+    support = (reports / "SUPPORT.md").read_text()
+    assert "## Speed vs eager (`--perf`)" in support and "(1)" in support
+

@@ -50,6 +50,7 @@ def _case(**overrides):
         (dict(reference=lambda x, y: x), "reference cannot take"),
         (dict(mutates=frozenset({"y"})), "not launcher parameters"),
         (dict(shapes=[(1,)]), "hypothesis strategy"),
+        (dict(max_batch=64, benchmark_batch=65), "benchmark_batch 65 must lie in 1..max_batch"),
     ],
 )
 def test_malformed_cases_name_the_case_and_the_fix(overrides, problem):
