@@ -111,7 +111,7 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 
 def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
     gpu = fingerprint.get("gpu") or {}
-    device = gpu.get("name") if gpu else "CPU (Triton interpreter)"
+    device = gpu.get("name") if gpu.get("available") else "CPU (Triton interpreter)"
     lines = [
         f"command: {command}",
         f"device: {device}; torch {fingerprint.get('torch')}, triton {fingerprint.get('triton')}; "
@@ -142,6 +142,8 @@ def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
 def main(pytest_args: list[str], out: str | None = None, report_dir: str | None = None) -> int:
     """Run the matrix as a user does and print its figures; exit as pytest did (2: no results)."""
     report_dir = os.path.abspath(report_dir or tempfile.mkdtemp(prefix="tcm-bench-"))
+    if pytest_args[:1] == ["--"]:
+        pytest_args = pytest_args[1:]
     if not any(a.startswith(("-n", "--numprocesses")) for a in pytest_args):
         pytest_args = ["-n", "auto", *pytest_args]
     command = [sys.executable, "-m", "pytest", f"--report-dir={report_dir}", "-q", *pytest_args]
