@@ -55,11 +55,13 @@ def gpu() -> dict[str, Any]:
 
 
 def git_commit() -> dict[str, Any]:
+    # GIT_COMMIT, when set, names the commit of a copied tree (CI runners copy trees, sometimes with a
+    # stale .git): it wins over what git says.
+    if os.environ.get("GIT_COMMIT"):
+        return {"commit": os.environ["GIT_COMMIT"], "dirty": None, "source": "GIT_COMMIT"}
     here = os.path.dirname(os.path.abspath(__file__))
     commit = _run("git", "-C", here, "rev-parse", "HEAD")
     dirty = None
-    if commit is None and os.environ.get("GIT_COMMIT"):  # a copy of the tree without .git, as CI runners make
-        return {"commit": os.environ["GIT_COMMIT"], "dirty": None, "source": "GIT_COMMIT"}
     if commit:
         try:
             status = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=30)
