@@ -61,10 +61,21 @@ class Path(str, enum.Enum):
         return None
 
     @property
+    def cost(self) -> float:
+        """Rough relative cost of a cell on this path (training without a compiler costs as eager)."""
+        if self.kind is Kind.TRAIN and self.compile_options is None:
+            return _COST[Kind.EAGER]
+        return _COST[self.kind]
+
+    @property
     def timeout_s(self) -> float:
         """Default limit for one cell; AOTInductor builds C++, so it gets the most."""
         return {Kind.AOTI: 900.0, Kind.EAGER: 300.0, Kind.SUBSYSTEM: 300.0}.get(self.kind, 600.0)
 
+
+# Relative cost of a cell by kind, from the GPU runs' medians: the matrix schedules the costliest cells
+# first, so no worker starts an AOTInductor build while the others have run out of work.
+_COST = {Kind.AOTI: 50.0, Kind.TRAIN: 3.0, Kind.COMPILE: 2.5, Kind.EAGER: 1.0, Kind.EXPORT: 0.7, Kind.SUBSYSTEM: 0.5}
 
 _KINDS = {
     Path.EAGER: Kind.EAGER,

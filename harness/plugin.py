@@ -39,7 +39,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cache-dir", default=None, metavar="DIR",
                     help="reuse the Inductor and Triton compile caches in DIR, kept between runs "
                          "(default: fresh caches for every run, so an old cache cannot hide a compile failure)")
-    group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR")
+    group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR (runner-WORKER-N.log)")
     group.addoption("--perf", action="store_true",
                     help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "
                          "run without -n, so cells do not share the GPU")
@@ -71,21 +71,41 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
 
 
+def run_caches(config: pytest.Config) -> str:
+    """The compile caches this run's runners share: --cache-dir, or a directory made fresh for this run
+    (one per run, not per worker: a worker's first compile need not redo what another did)."""
+    chosen = config.getoption("cache_dir")
+    if chosen:
+        return os.path.abspath(chosen)
+    if hasattr(config, "workerinput"):
+        return config.workerinput["tcm_run_caches"]
+    return config.pluginmanager.get_plugin("tcm-controller").run_caches
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short."""
+    def cost(item: pytest.Item) -> float:
+        cid = cell_id(item.nodeid)
+        return -Cell.parse(cid).path.cost if cid else 0.0
+
+    items.sort(key=cost)
+
+
 @pytest.fixture(scope="session")
 def cell_runner(pytestconfig: pytest.Config) -> Iterator[Runner]:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
-    cache_dir = pytestconfig.getoption("cache_dir")
-    env = runner_env(workdir, worker, os.path.abspath(cache_dir) if cache_dir else None)
+    env = runner_env(workdir, worker, run_caches(pytestconfig))
     runner = Runner(case_specs(pytestconfig), workdir, env=env, cells_per_process=pytestconfig.getoption("cells_per_process") or None)
     try:
         yield runner
     finally:
-        runner.stop()
+        runner.close()
         logs = pytestconfig.getoption("runner_logs")
         if logs:
             os.makedirs(logs, exist_ok=True)
-            shutil.copy(runner.log_path, os.path.join(logs, f"runner-{worker}.log"))
+            for n, log in enumerate(runner.logs()):
+                shutil.copy(log, os.path.join(logs, f"runner-{worker}-{n}.log"))
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -137,6 +157,14 @@ class MatrixController:
         self.results: dict[str, CellResult] = {}
         self.collected: set[str] = set()
         self.started = time.time()
+        self.run_caches = tempfile.mkdtemp(prefix="tcm-caches-")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["tcm_run_caches"] = self.run_caches
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        shutil.rmtree(self.run_caches, ignore_errors=True)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected |= {cid for item in session.items if (cid := cell_id(item.nodeid))}

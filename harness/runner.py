@@ -2,7 +2,8 @@
 
 One runner process serves many cells: torch and triton are imported once, not once per cell. It is
 replaced after a crash, a timeout, or a cell that leaves the GPU unusable, and after
-`cells_per_process` cells when that is set (1 gives every cell a fresh process).
+`cells_per_process` cells when that is set (1 gives every cell a fresh process). A standby process,
+started while the current one works, takes over at once, so a replacement costs no start-up time.
 
 Protocol: the parent writes one JSON request a line to the child's stdin; the child answers on its
 original stdout with JSON events (`ready`, `stage`, `result`, `unhealthy`). The child's own stdout and
@@ -28,9 +29,9 @@ LOG_TAIL_LINES = 40
 
 
 def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None) -> dict[str, str]:
-    """Environment for a runner process: fresh compile caches inside `workdir` (an old cache must never
-    hide a compile failure) unless `cache_dir` is given to reuse, Triton's interpreter when there is no
-    GPU, and one GPU per pytest worker on a machine with several."""
+    """Environment for a runner process: compile caches in `cache_dir` (the run's own fresh directory, or
+    one reused on purpose), else fresh ones inside `workdir` (an old cache must never hide a compile
+    failure); Triton's interpreter when there is no GPU; one GPU per pytest worker on a machine with several."""
     import torch
 
     caches = cache_dir or workdir
@@ -59,34 +60,48 @@ class Runner:
         env: dict[str, str] | None = None,
         cells_per_process: int | None = None,
         start_timeout: float = 300.0,
+        standby: bool = True,
     ):
         self.case_modules = list(case_modules)
         self.workdir = workdir
         self.env = env or {}
         self.cells_per_process = cells_per_process
         self.start_timeout = start_timeout
-        self.log_path = os.path.join(workdir, "runner.log")
+        self.standby = standby
+        self.log_path = os.path.join(workdir, "runner-0.log")
         self._proc: subprocess.Popen[bytes] | None = None
+        self._spare: tuple[subprocess.Popen[bytes], str] | None = None
+        self._spawned = 0
         self._buffer = b""
         self._served = 0
         os.makedirs(workdir, exist_ok=True)
 
     # -- process management -------------------------------------------------------------------
 
+    def _spawn(self) -> tuple[subprocess.Popen[bytes], str]:
+        """A new runner process, with its own log; it announces `ready` once it has imported everything."""
+        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
+        log_path = os.path.join(self.workdir, f"runner-{self._spawned}.log")
+        self._spawned += 1
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "harness.runner", *self.case_modules],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                env=env,
+                cwd=os.getcwd(),
+                start_new_session=True,  # its own process group: a timeout kills compile workers too
+            )
+        return proc, log_path
+
     def _start(self) -> float:
         began = time.perf_counter()
-        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
-        log = open(self.log_path, "ab")
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.runner", *self.case_modules],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            env=env,
-            cwd=os.getcwd(),
-            start_new_session=True,  # its own process group: a timeout kills compile workers too
-        )
-        log.close()
+        spare, self._spare = self._spare, None
+        if spare is not None and spare[0].poll() is not None:  # the standby died while waiting
+            _kill(spare[0])
+            spare = None
+        self._proc, self.log_path = spare or self._spawn()
         self._buffer = b""
         self._served = 0
         event = self._next_event(time.monotonic() + self.start_timeout)
@@ -94,21 +109,25 @@ class Runner:
             tail = self._log_tail(0)
             self.stop()
             raise RunnerDied(f"the runner process did not start: {event or 'no answer'}; log: {' | '.join(tail[-5:])}")
+        if self.standby:
+            self._spare = self._spawn()
         return time.perf_counter() - began
 
     def stop(self) -> None:
+        """End the current runner process (the standby stays, to take over)."""
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        if proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            if stream:
-                stream.close()
+        if proc is not None:
+            _kill(proc)
+
+    def close(self) -> None:
+        self.stop()
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            _kill(spare[0])
+
+    def logs(self) -> list[str]:
+        """Every runner process's log, in the order they started."""
+        return [p for n in range(self._spawned) if os.path.exists(p := os.path.join(self.workdir, f"runner-{n}.log"))]
 
     def _alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
@@ -211,25 +230,32 @@ class Runner:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.close()
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()
+    for stream in (proc.stdin, proc.stdout):
+        if stream:
+            stream.close()
 
 
 # -- the child process --------------------------------------------------------------------------
 
 
 def _health_check(device: str) -> bool:
-    import gc
-
+    """Can this process still use the GPU? (Run after _memory_after, which synchronized and freed.)"""
     import torch
 
-    gc.collect()
     if device != "cuda":
         return True
     try:
-        torch.cuda.synchronize()
-        ok = torch.ones(1, device="cuda").add_(1).item() == 2.0
-        torch.cuda.empty_cache()
-        return ok
+        return torch.ones(1, device="cuda").add_(1).item() == 2.0
     except Exception:
         return False
 

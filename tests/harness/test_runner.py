@@ -2,6 +2,7 @@
 and message, and the next cell still runs."""
 
 import math
+import select
 import shutil
 import tempfile
 
@@ -136,3 +137,32 @@ def test_subsystem_rows_say_how_a_raw_kernel_fails_them(run_planted):
     assert run_planted("planted_ok", wrapping="custom_op", path="tensor_subclass").outcome is Outcome.PASS
     assert run_planted("planted_ok", wrapping="custom_op", path="opcheck").outcome is Outcome.PASS
     assert run_planted("planted_ok", wrapping="raw", path="opcheck").outcome is Outcome.SKIPPED
+
+
+def _wait_for_standby(runner, timeout=120):
+    """Until the standby process has announced it is ready (its first line sits unread in its pipe)."""
+    proc, _ = runner._spare
+    ready, _, _ = select.select([proc.stdout.fileno()], [], [], timeout)
+    assert ready, "the standby runner did not start"
+
+
+@pytest.mark.parametrize("standby", [True, False])
+def test_a_standby_runner_takes_over_after_a_crash(run_planted, standby):
+    workdir = tempfile.mkdtemp(prefix="tcm-test-")
+    try:
+        with Runner([PLANTED], workdir, env=runner_env(workdir), standby=standby) as runner:
+            assert run_planted("planted_ok", runner=runner).outcome is Outcome.PASS
+            if standby:
+                _wait_for_standby(runner)
+            assert run_planted("planted_segfault", runner=runner).outcome is Outcome.CRASH
+            after = run_planted("planted_ok", runner=runner)
+            logs = runner.logs()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert after.outcome is Outcome.PASS
+    if standby:  # it was already running: taking over costs a handshake, not an import of torch
+        assert 0 < after.timings.process_start < 1.0
+        assert len(logs) == 3  # the first, the standby that took over, and the next standby
+    else:
+        assert after.timings.process_start > 1.0
+        assert len(logs) == 2

@@ -79,6 +79,14 @@ def test_cache_dir_is_reused_and_the_fingerprint_says_so(tmp_path):
     assert f"compile caches: reused from {caches}" in (reports / "SUPPORT.md").read_text()
 
 
+def test_costliest_cells_are_scheduled_first():
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-k", "add-raw"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    order = [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "test_cell[" in line]
+    assert order[:2] == ["add-raw-aoti_strict", "add-raw-aoti_nonstrict"], order
+    assert order.index("add-raw-compile_fullgraph") < order.index("add-raw-eager") < order.index("add-raw-opcheck")
+
+
 def test_perf_refuses_xdist(tmp_path):
     proc, _, _ = run_matrix(tmp_path, "planted_ok-raw-eager", workers=2, extra=["--perf"])
     assert proc.returncode != 0
