@@ -89,6 +89,8 @@ def child(case_name: str, wrapping_name: str, dtype_name: str, options: dict, ou
                 if any(part in filename for part in ("_inductor", "triton", "_export", "subprocess", "_dynamo", "_functorch")):
                     rows.append((cumulative, f"{func} ({'/'.join(filename.split('/')[-2:])}:{line})"))
             named = {label: seconds for seconds, label in sorted(rows, reverse=True)[:TOP]}
+            for seconds, label in _callers(stats, ("check_call", "check_output", "run")):
+                named[f"called by: {label}"] = seconds
             phases.append({
                 "attempt": f"{attempt}, {dtype}",
                 "export_s": round(export_s, 2),
@@ -99,6 +101,23 @@ def child(case_name: str, wrapping_name: str, dtype_name: str, options: dict, ou
             })
     with open(out, "w") as f:
         json.dump({"device": device, "phases": phases}, f)
+
+
+def _callers(stats: pstats.Stats, names: tuple[str, ...], depth: int = 6) -> list[tuple[float, str]]:
+    """For the subprocess calls that took longest, the chain of callers that made them: whose build it was."""
+    table = stats.stats  # type: ignore[attr-defined]
+    found = []
+    for key, (_, _, _, cumulative, callers) in table.items():
+        if key[0].endswith("subprocess.py") and key[2] in names and cumulative > 1.0:
+            chain, current = [], key
+            for _ in range(depth):
+                callers_of = table.get(current, (0, 0, 0, 0, {}))[4]
+                if not callers_of:
+                    break
+                current = max(callers_of, key=lambda k: callers_of[k][3])
+                chain.append(f"{current[2]} ({'/'.join(current[0].split('/')[-2:])}:{current[1]})")
+            found.append((cumulative, f"{key[2]} <- " + " <- ".join(chain)))
+    return sorted(found, reverse=True)
 
 
 def main() -> None:

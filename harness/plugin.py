@@ -62,6 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("--perf times kernels: run it without -n (pytest --perf), so no other cell shares the GPU")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(MatrixController(config), "tcm-controller")
+        if getattr(config.option, "maxschedchunk", False) is None:
+            # xdist otherwise deals each worker a run of consecutive cells: with the costliest first, one
+            # worker would get seven AOTInductor cells. One at a time keeps the longest-first order.
+            config.option.maxschedchunk = 1
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
