@@ -125,6 +125,11 @@ def compare(case: Case, dtype: torch.dtype, expected: list[Any], actual: list[An
 SUBSYSTEM_OUTPUTS = {Path.FLOP_COUNTER: ["the flop count"], Path.TENSOR_SUBCLASS: ["the result's .a", "the result's .b"]}
 
 
+# Examples a cell may run after its first failure (hypothesis generates on, then shrinks). Unbounded, a
+# failing cell ran about 100 examples and up to two minutes, ending the matrix late; 20 more still find a
+# small failing input.
+SHRINK_EXAMPLES = 20
+
 CHECKED_BATCH_MAX = 4096  # exported artifacts are checked on batches up to this; --perf runs the case's benchmark batch
 
 
@@ -367,26 +372,34 @@ def _check(
     )
     @given(ex=_example_strategy(case, cell.path))
     def check(ex: Example) -> None:
+        if failures and result.examples_run >= shrink_until[0]:
+            return  # the shrinking budget is spent: hypothesis keeps the smallest failure found so far
         result.examples_run += 1
         dtypes_seen.add(dtype_name(ex.dtype))
         inputs = _make_inputs(case, ex, device)
         try:
             verify(case, cell, reference, artifact_for(ex.dtype), ex.dtype, inputs)
         except (StageFailure, Mismatch) as exc:
+            if not failures:
+                shrink_until[0] = result.examples_run + SHRINK_EXAMPLES
             failures.append((ex, exc))
             raise
+
+    shrink_until = [0]
+    def smallest() -> tuple[Example, BaseException]:
+        # Hypothesis goes on generating after a failure, and stops shrinking when the budget is spent:
+        # report the smallest failing input it ran, by element count, then shape, dtype and seed.
+        return min(failures, key=lambda f: (math.prod(f[0].shape), f[0].shape, case.dtypes.index(f[0].dtype), f[0].seed))
 
     try:
         check()
     except (Mismatch, StageFailure) as exc:
-        # Hypothesis replays the shrunk example last, so the last failure recorded is the smallest.
-        return failures[-1] if failures else (Example(case.dtypes[0], case.example_shape, 0), exc)
+        return smallest() if failures else (Example(case.dtypes[0], case.example_shape, 0), exc)
     except CaseProblem:
         raise
-    except Exception as exc:  # hypothesis' own errors (Flaky and the like): the failure did not reproduce
+    except Exception as exc:  # hypothesis' own errors (Flaky and the like, as when the budget cut shrinking)
         if failures:
-            ex, error = failures[-1]
-            return ex, error
+            return smallest()
         raise CaseProblem(Stage.RUN, exc) from exc
     finally:
         result.dtypes = sorted(dtypes_seen)
