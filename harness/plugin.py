@@ -220,6 +220,9 @@ class MatrixController:
             missing=missing,
             wall_time_s=round(time.time() - self.started, 1),
         )
+        from harness import vec_isa
+
+        results.fingerprint["vec_isa"] = vec_isa.recorded(os.path.join(run_caches(self.config), "inductor-cache"))
         written = report.write(results, self.config.getoption("report_dir"))
         baseline_notes = self._baseline(results)
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")

@@ -318,6 +318,10 @@ def main(case_modules: list[str]) -> None:
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     _configure_torch()
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        from harness import vec_isa
+
+        vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"])
     broken = broken_dtypes(device)
     # torch's import leaves millions of long-lived objects: the collection after every cell need not
     # walk them (it took 0.4-0.8 s a cell on the GPU runner).

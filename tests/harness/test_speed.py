@@ -113,3 +113,17 @@ def test_perf_times_passing_cells_and_the_reports_compare_them_with_eager(tmp_pa
     support = (reports / "SUPPORT.md").read_text()
     assert "## Speed vs eager (`--perf`)" in support and "(1)" in support
 
+
+
+def test_the_vector_isa_probe_runs_once_per_run_and_the_fingerprint_says_what_it_found(tmp_path):
+    cells = ["add-control-aoti_strict", "add-custom_op-aoti_strict", "add-control-aoti_nonstrict"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", f"--report-dir={tmp_path}",
+         "--matrix-profile=ci", "--runner-logs", str(tmp_path / "logs"), "-k", " or ".join(f"test_cell[{c}]" for c in cells)],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert all(c["outcome"] == "pass" for c in results["cells"]), [(c["cell"], c["message"]) for c in results["cells"]]
+    found = results["fingerprint"]["vec_isa"]
+    assert found is not None and found["agrees"] == (found["probed"] == found["claimed"])
