@@ -20,7 +20,7 @@ from harness import registry
 from harness.cell import Cell, Settings, all_cells
 from harness.inputs import DEFAULT_PROFILE, PROFILES
 from harness.outcome import CellResult, Outcome
-from harness.runner import Runner, runner_env
+from harness.runner import INDUCTOR_CACHE, Runner, runner_env
 
 RESULT_PROPERTY = "tcm_result"
 _CELL_IN_NODEID = re.compile(r"test_matrix\.py::test_cell\[(?P<cell>[^\]]+)\]$")
@@ -222,7 +222,7 @@ class MatrixController:
         )
         from harness import vec_isa
 
-        results.fingerprint["vec_isa"] = vec_isa.recorded(os.path.join(run_caches(self.config), "inductor-cache"))
+        results.fingerprint["vec_isa"] = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))
         written = report.write(results, self.config.getoption("report_dir"))
         baseline_notes = self._baseline(results)
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")

@@ -27,6 +27,7 @@ from harness.cell import Cell, Settings
 from harness.outcome import CellResult, Memory, Outcome, Stage
 
 LOG_TAIL_LINES = 40
+INDUCTOR_CACHE = "inductor-cache"  # inside a run's cache directory
 
 
 def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None) -> dict[str, str]:
@@ -37,7 +38,7 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None) 
 
     caches = cache_dir or workdir
     env = {
-        "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, "inductor-cache"),
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, INDUCTOR_CACHE),
         "TRITON_CACHE_DIR": os.path.join(caches, "triton-cache"),
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
     }
