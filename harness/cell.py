@@ -252,7 +252,6 @@ def _run(
                     result.perf = perf.measure(
                         case,
                         artifact_for,
-                        paths.call,
                         lambda ex: _make_inputs(case, ex, device),
                         lambda dtype, inputs, artifact: verify(case, cell, reference, artifact, dtype, inputs),
                         device,
@@ -360,6 +359,7 @@ def _check(
     """Run the hypothesis examples; return the smallest failing example and its error, if any."""
     failures: list[tuple[Example, BaseException]] = []
     dtypes_seen: set[str] = set()
+    shrink_until = 0  # examples_run at which a failing cell stops running examples
 
     @settings(
         max_examples=config.max_examples,
@@ -372,7 +372,8 @@ def _check(
     )
     @given(ex=_example_strategy(case, cell.path))
     def check(ex: Example) -> None:
-        if failures and result.examples_run >= shrink_until[0]:
+        nonlocal shrink_until
+        if failures and result.examples_run >= shrink_until:
             return  # the shrinking budget is spent: hypothesis keeps the smallest failure found so far
         result.examples_run += 1
         dtypes_seen.add(dtype_name(ex.dtype))
@@ -381,11 +382,10 @@ def _check(
             verify(case, cell, reference, artifact_for(ex.dtype), ex.dtype, inputs)
         except (StageFailure, Mismatch) as exc:
             if not failures:
-                shrink_until[0] = result.examples_run + SHRINK_EXAMPLES
+                shrink_until = result.examples_run + SHRINK_EXAMPLES
             failures.append((ex, exc))
             raise
 
-    shrink_until = [0]
     def smallest() -> tuple[Example, BaseException]:
         # Hypothesis goes on generating after a failure, and stops shrinking when the budget is spent:
         # report the smallest failing input it ran, by element count, then shape, dtype and seed.

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import torch
 
 from harness.case import Case, Example, dtype_name
+from harness import path as paths
 from harness.path import Kind, Path
 from harness.wrapping import Wrapping
 
@@ -52,7 +53,6 @@ def median_ms(fn: Callable[[], Any], device: str) -> float:
 def measure(
     case: Case,
     artifact_for: Callable[[torch.dtype], Callable[..., Any]],
-    call: Callable[[Callable[..., Any], tuple[Any, ...]], Any],
     make_inputs: Callable[[Example], tuple[Any, ...]],
     check: Callable[[torch.dtype, tuple[Any, ...], Any], None],
     device: str,
@@ -65,7 +65,7 @@ def measure(
     figures: dict[str, Any] = {"shape": list(case.benchmark_shape), "dtype": dtype_name(dtype)}
     try:
         check(dtype, inputs, artifact)
-        figures["median_ms"] = median_ms(lambda: call(artifact, inputs), device)
+        figures["median_ms"] = median_ms(lambda: paths.call(artifact, inputs), device)
     except Exception as exc:  # a failure only at the benchmark size: recorded beside the figure, not hidden
         figures["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
     return figures
