@@ -12,7 +12,7 @@ import re
 import shutil
 import tempfile
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -20,9 +20,10 @@ from harness import registry
 from harness.cell import Cell, Settings, all_cells
 from harness.inputs import DEFAULT_PROFILE, PROFILES
 from harness.outcome import CellResult, Outcome
-from harness.runner import INDUCTOR_CACHE, Runner, runner_env
+from harness.runner import INDUCTOR_CACHE, Runner, runner_env, runner_threads
 
 RESULT_PROPERTY = "tcm_result"
+_RUNNER = pytest.StashKey["Runner"]()
 _CELL_IN_NODEID = re.compile(r"test_matrix\.py::test_cell\[(?P<cell>[^\]]+)\]$")
 
 
@@ -73,6 +74,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         cases = registry.load(case_specs(metafunc.config))
         cells = all_cells(list(cases))
         metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
+        if cells:
+            # The runner imports torch and starts CUDA while this process finishes collecting.
+            cell_runner_of(metafunc.config).prepare()
 
 
 def run_caches(config: pytest.Config) -> str:
@@ -95,22 +99,36 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=cost)
 
 
+def worker_count() -> int:
+    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
+def cell_runner_of(config: pytest.Config) -> Runner:
+    """This process's runner, made on first use and closed when pytest ends."""
+    if _RUNNER not in config.stash:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+        workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
+        env = runner_env(workdir, worker, run_caches(config), workers=worker_count())
+        config.stash[_RUNNER] = Runner(case_specs(config), workdir, env=env, cells_per_process=config.getoption("cells_per_process") or None)
+        config.add_cleanup(lambda: _close_runner(config))
+    return config.stash[_RUNNER]
+
+
+def _close_runner(config: pytest.Config) -> None:
+    runner = config.stash[_RUNNER]
+    runner.close()
+    logs = config.getoption("runner_logs")
+    if logs:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+        os.makedirs(logs, exist_ok=True)
+        for n, log in enumerate(runner.logs()):
+            shutil.copy(log, os.path.join(logs, f"runner-{worker}-{n}.log"))
+    shutil.rmtree(runner.workdir, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
-def cell_runner(pytestconfig: pytest.Config) -> Iterator[Runner]:
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
-    env = runner_env(workdir, worker, run_caches(pytestconfig))
-    runner = Runner(case_specs(pytestconfig), workdir, env=env, cells_per_process=pytestconfig.getoption("cells_per_process") or None)
-    try:
-        yield runner
-    finally:
-        runner.close()
-        logs = pytestconfig.getoption("runner_logs")
-        if logs:
-            os.makedirs(logs, exist_ok=True)
-            for n, log in enumerate(runner.logs()):
-                shutil.copy(log, os.path.join(logs, f"runner-{worker}-{n}.log"))
-        shutil.rmtree(workdir, ignore_errors=True)
+def cell_runner(pytestconfig: pytest.Config) -> Runner:
+    return cell_runner_of(pytestconfig)
 
 
 @pytest.fixture
@@ -223,6 +241,8 @@ class MatrixController:
         from harness import vec_isa
 
         results.fingerprint["vec_isa"] = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))
+        # CPU threads each runner's torch used (None: torch's default, one per core).
+        results.fingerprint["runner_threads"] = runner_threads(results.fingerprint["workers"])
         written = report.write(results, self.config.getoption("report_dir"))
         baseline_notes = self._baseline(results)
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")

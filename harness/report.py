@@ -79,7 +79,8 @@ def _environment_lines(results: Results) -> list[str]:
         f"- hypothesis profile `{fp.get('hypothesis', {}).get('profile')}`: "
         f"{fp.get('hypothesis', {}).get('max_examples')} examples a cell, derandomize={fp.get('hypothesis', {}).get('derandomize')}",
         f"- commit {str((fp.get('git') or {}).get('commit'))[:12]}{' (dirty)' if (fp.get('git') or {}).get('dirty') else ''}, "
-        f"{fp.get('time')}, {fp.get('workers')} workers, wall time {results.wall_time_s or 0:.0f} s",
+        f"{fp.get('time')}, {fp.get('workers')} workers"
+        f"{f' (CPU threads per runner: {t})' if (t := fp.get('runner_threads')) else ''}, wall time {results.wall_time_s or 0:.0f} s",
         f"- command: `{fp.get('command')}`; compile caches: {fp.get('caches', 'fresh')}",
     ]
     skipped: dict[str, set[str]] = defaultdict(set)

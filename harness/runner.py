@@ -30,10 +30,19 @@ LOG_TAIL_LINES = 40
 INDUCTOR_CACHE = "inductor-cache"  # inside a run's cache directory
 
 
-def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None) -> dict[str, str]:
+def runner_threads(workers: int) -> int | None:
+    """CPU threads per runner when `workers` runners share the machine: each torch otherwise starts one
+    OpenMP thread per core, and CPU-bound cells running together then crawl. None: torch's default."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return int(os.environ["OMP_NUM_THREADS"])
+    return max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None
+
+
+def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, workers: int = 1) -> dict[str, str]:
     """Environment for a runner process: compile caches in `cache_dir` (the run's own fresh directory, or
     one reused on purpose), else fresh ones inside `workdir` (an old cache must never hide a compile
-    failure); Triton's interpreter when there is no GPU; one GPU per pytest worker on a machine with several."""
+    failure); Triton's interpreter when there is no GPU; one GPU per pytest worker on a machine with several;
+    the CPU's cores split between the `workers` runners."""
     import torch
 
     caches = cache_dir or workdir
@@ -42,6 +51,9 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None) 
         "TRITON_CACHE_DIR": os.path.join(caches, "triton-cache"),
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
     }
+    threads = runner_threads(workers)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = str(threads)
     if not torch.cuda.is_available():
         env["TRITON_INTERPRET"] = "1"
     elif torch.cuda.device_count() > 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
@@ -96,6 +108,11 @@ class Runner:
                 start_new_session=True,  # its own process group: a timeout kills compile workers too
             )
         return proc, log_path
+
+    def prepare(self) -> None:
+        """Start the first runner process now, so its imports overlap the caller's own start-up."""
+        if self._proc is None and self._spare is None:
+            self._spare = self._spawn()
 
     def _start(self) -> float:
         began = time.perf_counter()

@@ -36,6 +36,7 @@ def test_failing_cells_are_data_and_reports_are_written(tmp_path):
     cells = outcomes(results)
     assert len(cells) == 8
     assert results["complete"] is True and results["missing"] == []
+    assert results["fingerprint"]["runner_threads"] == int(os.environ.get("OMP_NUM_THREADS") or max(1, os.cpu_count() // 2))
     assert cells["planted_wrong-raw-eager"]["outcome"] == "wrong"
     assert cells["planted_segfault-raw-eager"]["outcome"] == "crash"
     assert cells["planted_segfault-raw-eager"]["signal"] == "SIGSEGV"

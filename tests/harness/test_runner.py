@@ -2,8 +2,11 @@
 and message, and the next cell still runs."""
 
 import math
+import os
 import select
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -166,3 +169,29 @@ def test_a_standby_runner_takes_over_after_a_crash(run_planted, standby):
     else:
         assert after.timings.process_start > 1.0
         assert len(logs) == 2
+
+
+def test_a_prepared_runner_starts_before_the_first_cell(run_planted):
+    workdir = tempfile.mkdtemp(prefix="tcm-test-")
+    try:
+        with Runner([PLANTED], workdir, env=runner_env(workdir)) as runner:
+            runner.prepare()
+            _wait_for_standby(runner)  # what pytest's collection and scheduling overlap
+            first = run_planted("planted_ok", runner=runner)
+            logs = runner.logs()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert first.outcome is Outcome.PASS
+    assert 0 < first.timings.process_start < 1.0
+    assert len(logs) == 2  # the prepared process and, once it served, its standby
+
+
+def test_runners_split_the_cpu_cores_between_pytest_workers(tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert "OMP_NUM_THREADS" not in runner_env(str(tmp_path), workers=1)  # alone: torch's default
+    env = runner_env(str(tmp_path), workers=2)
+    threads = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                             env={**os.environ, **env}, capture_output=True, text=True, check=True).stdout
+    assert int(threads) == max(1, os.cpu_count() // 2)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's choice wins
+    assert runner_env(str(tmp_path), workers=2)["OMP_NUM_THREADS"] == "3"
