@@ -94,7 +94,7 @@ class Runner:
 
     def _spawn(self) -> tuple[subprocess.Popen[bytes], str]:
         """A new runner process, with its own log; it announces `ready` once it has imported everything."""
-        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}
+        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", "TCM_SPAWNED": repr(time.time())}
         log_path = os.path.join(self.workdir, f"runner-{self._spawned}.log")
         self._spawned += 1
         with open(log_path, "ab") as log:
@@ -326,6 +326,16 @@ def main(case_modules: list[str]) -> None:
         protocol.write(json.dumps(event) + "\n")
         protocol.flush()
 
+    phases: dict[str, float] = {}
+    # Since the parent started this process: the interpreter and every import up to here.
+    phases["start"] = round(time.time() - float(os.environ.get("TCM_SPAWNED", time.time())), 2)
+    began = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal began
+        phases[name] = round(time.perf_counter() - began, 2)
+        began = time.perf_counter()
+
     import torch
 
     from harness import cell as cells
@@ -334,6 +344,7 @@ def main(case_modules: list[str]) -> None:
     cases = registry.load(case_modules)
     from harness.probe import broken_dtypes
 
+    phase("cases")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     _configure_torch()
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
@@ -341,10 +352,13 @@ def main(case_modules: list[str]) -> None:
 
         vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"])
     broken = broken_dtypes(device)
+    phase("dtype probe")
     # torch's import leaves millions of long-lived objects: the collection after every cell need not
     # walk them (it took 0.4-0.8 s a cell on the GPU runner).
     gc.collect()
     gc.freeze()
+    phase("gc freeze")
+    print(f"runner ready: {', '.join(f'{k} {v:.2f} s' for k, v in phases.items())}", file=sys.stderr, flush=True)
     send({"event": "ready", "device": device, "broken_dtypes": broken})
 
     for line in sys.stdin:

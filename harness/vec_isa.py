@@ -1,16 +1,17 @@
 """Inductor's CPU vector-ISA probe, run once per run instead of once per runner process.
 
-Before its first C++ build (every AOTInductor package, CPU code), Inductor checks each vector ISA the
-CPU claims by compiling a test library and starting a Python process that imports torch to load it:
-26 s of a 38 s first AOTInductor compile on the GPU runner, paid again by every runner process, since
-the answer is kept only in memory. Here the first process to need it probes, under a lock, and writes
-what it found beside the run's caches; the others wait for that file instead of probing too. They reuse
-the answer only when the probe accepted exactly the ISAs the CPU claims: then Inductor's own switch
-`cpp.vec_isa_ok = True` (skip the probe, trust the CPU's flags) gives the same list, so the same build.
+Before its first C++ build (every AOTInductor package, CPU code), Inductor checks the vector ISAs the
+CPU claims: each check (`VecISA.check_build`) compiles a test library and starts a Python process that
+imports torch to load it, holding a lock in the shared cache. That is 26 s of a 38 s first AOTInductor
+compile on the GPU runner, paid again by every runner process, since the answers are kept only in memory.
+Here the first process to need them runs Inductor's probe as usual, recording each check's answer beside
+the run's caches; the others run the same probe code with every check answered from that record. Same
+code, same answers on the same machine: the same ISA list and build flags, without the subprocesses.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any
@@ -18,25 +19,28 @@ from typing import Any
 FILE = "tcm-vec-isa.json"
 
 
-def _lists(probe: Any) -> tuple[list[str], list[str]]:
-    """(what Inductor's probe accepts, what the CPU's flags claim), as ISA names."""
-    import torch._inductor.config as config
-
-    probed = [str(isa) for isa in probe()]
-    with config.patch({"cpp.vec_isa_ok": True}):
-        claimed = [str(isa) for isa in probe.__wrapped__()]
-    return probed, claimed
+def _key(isa: Any, code: str) -> str:
+    # The flags too: Inductor checks some extensions by appending to an ISA's flags for one check.
+    return f"{type(isa).__name__}|{getattr(isa, '_arch_flags', '')}|{hashlib.sha256(code.encode()).hexdigest()}"
 
 
 def share(cache_dir: str) -> None:
-    """Make this process's Inductor ask the run's shared answer instead of probing on its own."""
+    """Make this process's Inductor answer its ISA checks from the run's record, or write that record."""
     import torch._inductor.config as config
     from torch._inductor import cpu_vec_isa
 
-    if config.cpp.vec_isa_ok is not None or not hasattr(cpu_vec_isa.valid_vec_isa_list, "__wrapped__"):
+    check = getattr(getattr(cpu_vec_isa, "VecISA", None), "check_build", None)
+    if config.cpp.vec_isa_ok is not None or check is None or not hasattr(cpu_vec_isa, "valid_vec_isa_list"):
         return  # set by the user, or a torch whose probe this does not know
     original = cpu_vec_isa.valid_vec_isa_list
     path = os.path.join(cache_dir, FILE)
+
+    def probe_with(checker: Any) -> list[Any]:
+        cpu_vec_isa.VecISA.check_build = checker
+        try:
+            return original()
+        finally:
+            cpu_vec_isa.VecISA.check_build = check
 
     def valid_vec_isa_list() -> list[Any]:
         from torch.utils._filelock import FileLock
@@ -44,19 +48,27 @@ def share(cache_dir: str) -> None:
         cpu_vec_isa.valid_vec_isa_list = original  # asked once: later calls go straight to Inductor
         os.makedirs(cache_dir, exist_ok=True)
         with FileLock(path + ".lock"):
-            if os.path.exists(path):
-                with open(path) as f:
-                    found = json.load(f)
-                if found["agrees"]:
-                    config.cpp.vec_isa_ok = True
-                    return original()
-            else:
-                probed, claimed = _lists(original)
+            if not os.path.exists(path):
+                answers: dict[str, bool] = {}
+
+                def recording(isa: Any, code: str) -> bool:
+                    answers[_key(isa, code)] = ok = bool(check(isa, code))
+                    return ok
+
+                isas = probe_with(recording)
                 tmp = f"{path}.{os.getpid()}"
                 with open(tmp, "w") as f:
-                    json.dump({"probed": probed, "claimed": claimed, "agrees": probed == claimed}, f)
+                    json.dump({"isas": [str(isa) for isa in isas], "checks": answers}, f)
                 os.replace(tmp, path)
-        return original()
+                return isas
+            with open(path) as f:
+                answers = json.load(f)["checks"]
+
+        def answered(isa: Any, code: str) -> bool:
+            key = _key(isa, code)
+            return answers[key] if key in answers else check(isa, code)  # a check the record lacks runs for real
+
+        return probe_with(answered)
 
     cpu_vec_isa.valid_vec_isa_list = valid_vec_isa_list
 
@@ -65,6 +77,7 @@ def recorded(cache_dir: str) -> dict[str, Any] | None:
     """What the run's probe found, for the fingerprint (None: no process needed it)."""
     try:
         with open(os.path.join(cache_dir, FILE)) as f:
-            return json.load(f)
+            found = json.load(f)
     except (OSError, ValueError):
         return None
+    return {"isas": found.get("isas"), "checks": len(found.get("checks", {}))}
