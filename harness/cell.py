@@ -50,6 +50,16 @@ class Cell:
             ) from None
 
 
+# Seconds-like units, as Path.cost: the autotuner's cost per config it times, over a cell's examples.
+AUTOTUNE_COST_PER_CONFIG = 20.0
+
+
+def cost(cell: Cell, case: Case) -> float:
+    """A cell's expected cost, to schedule the costliest first: its path's, plus the autotuning its case's
+    kernels redo for each new input size."""
+    return cell.path.cost + AUTOTUNE_COST_PER_CONFIG * case.autotune_configs
+
+
 def all_cells(cases: list[str], wrappings_: list[Wrapping] | None = None, paths_: list[Path] | None = None) -> list[Cell]:
     return [Cell(c, w, p) for c in cases for w in (wrappings_ or list(Wrapping)) for p in (paths_ or list(Path))]
 

@@ -18,6 +18,7 @@ import pytest
 
 from harness import registry
 from harness.cell import Cell, Settings, all_cells
+from harness.cell import cost as cell_cost
 from harness.inputs import DEFAULT_PROFILE, PROFILES
 from harness.outcome import CellResult, Outcome
 from harness.runner import INDUCTOR_CACHE, Runner, runner_env, runner_threads
@@ -49,6 +50,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--accept", action="store_true", help="with --baseline: rewrite the baseline with this run's outcomes")
 
 
+def _runs_cells_here(config: pytest.Config) -> bool:
+    """Will this process run matrix cells: a worker, or a run without workers, whose arguments name the
+    matrix's test file or a directory holding it?"""
+    if config.option.collectonly or (not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)):
+        return False
+    matrix = config.rootpath / "tests" / "test_matrix.py"
+    named = [config.invocation_params.dir.joinpath(arg.split("::")[0]).resolve() for arg in config.args]
+    return any(path == matrix or path in matrix.parents for path in named)
+
+
 def profile_name(config: pytest.Config) -> str:
     chosen = config.getoption("matrix_profile")
     return chosen or ("ci" if os.environ.get("CI") else DEFAULT_PROFILE)
@@ -67,6 +78,9 @@ def pytest_configure(config: pytest.Config) -> None:
             # xdist otherwise deals each worker a run of consecutive cells: with the costliest first, one
             # worker would get seven AOTInductor cells. One at a time keeps the longest-first order.
             config.option.maxschedchunk = 1
+    if _runs_cells_here(config):
+        # The runner imports torch and starts CUDA while this process starts and collects.
+        cell_runner_of(config).prepare()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -74,8 +88,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         cases = registry.load(case_specs(metafunc.config))
         cells = all_cells(list(cases))
         metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
-        if cells:
-            # The runner imports torch and starts CUDA while this process finishes collecting.
+        if cells:  # the matrix collected from arguments _runs_cells_here did not recognise
             cell_runner_of(metafunc.config).prepare()
 
 
@@ -90,11 +103,13 @@ def run_caches(config: pytest.Config) -> str:
     return config.pluginmanager.get_plugin("tcm-controller").run_caches
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short."""
+    cases = registry.load(case_specs(config))
+
     def cost(item: pytest.Item) -> float:
-        cid = cell_id(item.nodeid)
-        return -Cell.parse(cid).path.cost if cid else 0.0
+        cell = getattr(item, "callspec", None) and item.callspec.params.get("cell")
+        return -cell_cost(cell, cases[cell.case]) if isinstance(cell, Cell) and cell.case in cases else 0.0
 
     items.sort(key=cost)
 

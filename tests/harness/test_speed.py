@@ -80,11 +80,21 @@ def test_cache_dir_is_reused_and_the_fingerprint_says_so(tmp_path):
 
 
 def test_costliest_cells_are_scheduled_first():
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-k", "add-raw"],
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-k", "add-raw or add_autotuned-raw"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     order = [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "test_cell[" in line]
-    assert order[:2] == ["add-raw-aoti_strict", "add-raw-aoti_nonstrict"], order
+    assert order[:2] == ["add_autotuned-raw-aoti_strict", "add_autotuned-raw-aoti_nonstrict"], order
+    # The autotuner times its three configs again for every new input size: a minute a cell on the GPU.
+    assert order.index("add_autotuned-raw-eager") < order.index("add-raw-aoti_strict") < order.index("add-raw-aoti_nonstrict")
     assert order.index("add-raw-compile_fullgraph") < order.index("add-raw-eager") < order.index("add-raw-opcheck")
+
+
+def test_a_case_counts_the_configs_its_autotuners_time():
+    from harness import registry
+
+    cases = registry.load()
+    assert cases["add_autotuned"].autotune_configs == 3
+    assert cases["add"].autotune_configs == 0
 
 
 def test_perf_refuses_xdist(tmp_path):
@@ -158,3 +168,24 @@ def test_a_matrix_run_records_the_vector_isa_probe_in_its_fingerprint(tmp_path):
     assert all(c["outcome"] == "pass" for c in results["cells"]), [(c["cell"], c["message"]) for c in results["cells"]]
     found = results["fingerprint"]["vec_isa"]
     assert found is not None and found["checks"] > 0 and isinstance(found["isas"], list)
+
+
+@pytest.mark.parametrize("args, workers, worker, expected", [
+    (["tests/test_matrix.py"], None, False, True),  # the README's default run, without -n
+    (["tests"], None, False, True),
+    (["tests/test_matrix.py::test_cell[add-raw-eager]"], None, False, True),
+    (["tests/test_matrix.py"], 16, False, False),  # the xdist controller runs no cells
+    (["tests/test_matrix.py"], 16, True, True),  # its workers do
+    (["tests/harness"], None, False, False),  # the harness's own tests start no runner
+])
+def test_the_runner_starts_with_pytest_only_where_matrix_cells_will_run(args, workers, worker, expected):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from harness.plugin import _runs_cells_here
+
+    config = SimpleNamespace(rootpath=Path(ROOT), invocation_params=SimpleNamespace(dir=Path(ROOT)), args=args,
+                             option=SimpleNamespace(collectonly=False, numprocesses=workers))
+    if worker:
+        config.workerinput = {}
+    assert _runs_cells_here(config) is expected
