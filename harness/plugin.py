@@ -12,19 +12,16 @@ import re
 import shutil
 import tempfile
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-# Nothing here imports torch at import time: a pytest worker starts its runner (pytest_configure)
-# before it imports torch to collect the cells, so the two start-ups overlap.
 from harness import registry
+from harness.cell import Cell, Settings, all_cells
+from harness.cell import cost as cell_cost
 from harness.inputs import DEFAULT_PROFILE, PROFILES
 from harness.outcome import CellResult, Outcome
-from harness.runner import INDUCTOR_CACHE, Runner, gpu_count, runner_env, runner_threads
-
-if TYPE_CHECKING:
-    from harness.cell import Cell
+from harness.runner import INDUCTOR_CACHE, Runner, runner_env, runner_threads
 
 RESULT_PROPERTY = "tcm_result"
 _RUNNER = pytest.StashKey["Runner"]()
@@ -88,8 +85,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "cell" in metafunc.fixturenames:
-        from harness.cell import all_cells
-
         cases = registry.load(case_specs(metafunc.config))
         cells = all_cells(list(cases))
         metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
@@ -110,9 +105,6 @@ def run_caches(config: pytest.Config) -> str:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short."""
-    from harness.cell import Cell
-    from harness.cell import cost as cell_cost
-
     cases = registry.load(case_specs(config))
 
     def cost(item: pytest.Item) -> float:
@@ -131,8 +123,7 @@ def cell_runner_of(config: pytest.Config) -> Runner:
     if _RUNNER not in config.stash:
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
         workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
-        gpus = config.workerinput["tcm_gpus"] if hasattr(config, "workerinput") else None
-        env = runner_env(workdir, worker, run_caches(config), workers=worker_count(), gpus=gpus)
+        env = runner_env(workdir, worker, run_caches(config), workers=worker_count())
         config.stash[_RUNNER] = Runner(case_specs(config), workdir, env=env, cells_per_process=config.getoption("cells_per_process") or None)
         config.add_cleanup(lambda: _close_runner(config))
     return config.stash[_RUNNER]
@@ -157,8 +148,6 @@ def cell_runner(pytestconfig: pytest.Config) -> Runner:
 
 @pytest.fixture
 def run_cell(cell_runner: Runner, pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> Any:
-    from harness.cell import Settings
-
     profile = PROFILES[profile_name(pytestconfig)]
 
     def run(cell: Cell) -> CellResult:
@@ -206,14 +195,10 @@ class MatrixController:
         self.collected: set[str] = set()
         self.started = time.time()
         self.run_caches = tempfile.mkdtemp(prefix="tcm-caches-")
-        self.gpus: int | None = None  # asked of torch once, for every worker
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["tcm_run_caches"] = self.run_caches
-        if self.gpus is None:
-            self.gpus = gpu_count()
-        node.workerinput["tcm_gpus"] = self.gpus
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         shutil.rmtree(self.run_caches, ignore_errors=True)
@@ -234,8 +219,6 @@ class MatrixController:
                 self.results[cid] = CellResult.from_json(value)
         if report.failed and cid not in self.results:
             # No result came back: the pytest worker died (xdist reports it so), or the harness broke.
-            from harness.cell import Cell
-
             cell = Cell.parse(cid)
             text = str(report.longrepr or "")
             died = "crashed" in text or report.when == "???"

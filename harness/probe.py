@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-
 import torch
 import triton
 import triton.language as tl
@@ -34,24 +31,3 @@ def broken_dtypes(device: str) -> dict[str, str]:
         except Exception as exc:  # noqa: BLE001 - any failure means the dtype cannot be tested here
             broken[name] = f"a Triton add fails in this dtype here: {type(exc).__name__}: {exc}"[:300]
     return broken
-
-
-def broken_dtypes_once(device: str, cache_dir: str | None) -> dict[str, str]:
-    """`broken_dtypes`, probed by the run's first runner and read by the others from beside the run's
-    caches: the same fact for every runner of a run, and its Triton compiles need not run sixteen times
-    at once while the workers start."""
-    if not cache_dir:
-        return broken_dtypes(device)
-    from torch.utils._filelock import FileLock
-
-    os.makedirs(cache_dir, exist_ok=True)
-    path = os.path.join(cache_dir, f"tcm-broken-dtypes-{device}.json")
-    with FileLock(path + ".lock"):
-        if os.path.exists(path):
-            with open(path) as f:
-                return json.load(f)
-        found = broken_dtypes(device)
-        with open(f"{path}.{os.getpid()}", "w") as f:
-            json.dump(found, f)
-        os.replace(f"{path}.{os.getpid()}", path)
-        return found

@@ -9,17 +9,13 @@ import os
 import pkgutil
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from harness.case import Case
+from harness.case import Case, CaseError
 
 BUILTIN = "cases"
 
 
 def _import(spec: str) -> ModuleType:
-    from harness.case import CaseError
-
     if spec.endswith(".py") or os.sep in spec:
         path = os.path.abspath(spec)
         if not os.path.exists(path):
@@ -42,8 +38,6 @@ def _modules(spec: str) -> list[ModuleType]:
 
 
 def _cases_of(module: ModuleType) -> list[Case]:
-    from harness.case import Case
-
     found = [v for v in vars(module).values() if isinstance(v, Case)]
     found += [c for v in vars(module).values() if isinstance(v, (list, tuple)) for c in v if isinstance(c, Case)]
     unique = list({id(c): c for c in found}.values())
@@ -51,8 +45,6 @@ def _cases_of(module: ModuleType) -> list[Case]:
 
 
 def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> dict[str, Case]:
-    from harness.case import CaseError
-
     cases: dict[str, Case] = {}
     for spec in specs:
         for module in _modules(spec):

@@ -21,12 +21,10 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from harness.cell import Cell, Settings
 from harness.outcome import CellResult, Memory, Outcome, Stage
-
-if TYPE_CHECKING:
-    from harness.cell import Cell, Settings
 
 LOG_TAIL_LINES = 40
 INDUCTOR_CACHE = "inductor-cache"  # inside a run's cache directory
@@ -40,19 +38,12 @@ def runner_threads(workers: int) -> int | None:
     return max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None
 
 
-def gpu_count() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, workers: int = 1, gpus: int | None = None) -> dict[str, str]:
+def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, workers: int = 1) -> dict[str, str]:
     """Environment for a runner process: compile caches in `cache_dir` (the run's own fresh directory, or
     one reused on purpose), else fresh ones inside `workdir` (an old cache must never hide a compile
     failure); Triton's interpreter when there is no GPU; one GPU per pytest worker on a machine with several;
-    the CPU's cores split between the `workers` runners. `gpus` (default: ask torch) lets a pytest worker
-    start its runner before importing torch."""
-    gpus = gpu_count() if gpus is None else gpus
+    the CPU's cores split between the `workers` runners."""
+    import torch
 
     caches = cache_dir or workdir
     env = {
@@ -63,11 +54,11 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, 
     threads = runner_threads(workers)
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
-    if not gpus:
+    if not torch.cuda.is_available():
         env["TRITON_INTERPRET"] = "1"
-    elif gpus > 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+    elif torch.cuda.device_count() > 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         index = int("".join(ch for ch in worker if ch.isdigit()) or 0)
-        env["CUDA_VISIBLE_DEVICES"] = str(index % gpus)
+        env["CUDA_VISIBLE_DEVICES"] = str(index % torch.cuda.device_count())
     return env
 
 
@@ -349,22 +340,19 @@ def main(case_modules: list[str]) -> None:
 
     from harness import cell as cells
     from harness import registry
-    from harness.cell import Cell, Settings
 
     cases = registry.load(case_modules)
-    from harness.probe import broken_dtypes_once
+    from harness.probe import broken_dtypes
 
-    phase("torch and cases")
+    phase("cases")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     _configure_torch()
-    caches = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if caches:
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
         from harness import vec_isa
 
-        vec_isa.share(caches)
-    broken = broken_dtypes_once(device, caches)
-    torch.ones(1, device=device).add_(1).item()  # the CUDA context: every runner's own start-up cost
-    phase("dtype probe and device")
+        vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+    broken = broken_dtypes(device)
+    phase("dtype probe")
     # torch's import leaves millions of long-lived objects: the collection after every cell need not
     # walk them (it took 0.4-0.8 s a cell on the GPU runner).
     gc.collect()

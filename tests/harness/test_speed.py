@@ -189,13 +189,3 @@ def test_the_runner_starts_with_pytest_only_where_matrix_cells_will_run(args, wo
     if worker:
         config.workerinput = {}
     assert _runs_cells_here(config) is expected
-
-
-def test_the_dtype_probe_runs_once_per_run_and_the_other_runners_read_its_answer(tmp_path):
-    from harness.probe import broken_dtypes, broken_dtypes_once
-
-    first = broken_dtypes_once("cpu", str(tmp_path))
-    assert first == broken_dtypes("cpu")
-    (record,) = tmp_path.glob("tcm-broken-dtypes-cpu.json")
-    record.write_text(json.dumps({"float16": "planted answer"}))
-    assert broken_dtypes_once("cpu", str(tmp_path)) == {"float16": "planted answer"}  # read, not probed again
