@@ -42,7 +42,7 @@ def child(case_name: str, wrapping_name: str, dtype_name: str, options: dict, ou
     from harness.path import _Program, dynamic_batch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    case = registry.load(["cases"])[case_name]
+    case = registry.load(["cases"]).cases[case_name]
     fn = wrappings.build(case, wrappings.Wrapping(wrapping_name))
     dtypes = [getattr(torch, dtype_name), torch.float32 if dtype_name != "float32" else torch.float16]
 

@@ -111,13 +111,14 @@ class Case:
     flops: flops(*input shapes) -> int, registered with register_flop_formula on the operator styles.
     """
 
-    name: str
-    kernels: tuple[Any, ...]
-    launch: Callable[..., Any]
-    reference: Callable[..., Any]
-    make_inputs: Callable[..., tuple[Any, ...]]
-    shapes: st.SearchStrategy[tuple[int, ...]]
-    example_shape: tuple[int, ...]
+    # Every field has a default, so a case missing one still loads and check() can say which.
+    name: str = ""
+    kernels: tuple[Any, ...] = ()
+    launch: Callable[..., Any] | None = None
+    reference: Callable[..., Any] | None = None
+    make_inputs: Callable[..., tuple[Any, ...]] | None = None
+    shapes: st.SearchStrategy[tuple[int, ...]] | None = None
+    example_shape: tuple[int, ...] = ()
     dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16)
     max_batch: int = 1024
     benchmark_batch: int | None = None
@@ -129,9 +130,21 @@ class Case:
     description: str = ""
     module: str = ""
 
-    def __post_init__(self) -> None:
+    def check(self) -> None:
+        """Raise CaseError naming this case, its first problem and the fix. The registry calls it, so one
+        malformed case is left out and reported while its neighbours still run."""
         if not isinstance(self.name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
             raise CaseError(str(self.name), "name must be lower_snake_case letters, digits and '_'")
+        for attr, what in (
+            ("launch", "the launcher, launch(k, *inputs), that calls the kernels"),
+            ("reference", "the same computation in plain PyTorch, reference(*inputs)"),
+            ("make_inputs", "make_inputs(shape, dtype, device, generator) returning the launcher's inputs"),
+            ("shapes", "a hypothesis strategy of input shapes, e.g. inputs.shapes(4096)"),
+        ):
+            if getattr(self, attr) is None:
+                raise CaseError(self.name, f"no {attr}: give {attr}=, {what}")
+        if not self.example_shape:
+            raise CaseError(self.name, "no example_shape: give the shape export and AOTInductor trace with, e.g. (300,)")
         if not self.kernels:
             raise CaseError(self.name, "kernels is empty: list the @triton.jit kernels the launcher calls")
         for kernel in self.kernels:
@@ -151,6 +164,8 @@ class Case:
         if not self.dtypes:
             raise CaseError(self.name, "dtypes is empty")
         for dtype in self.dtypes:
+            if not isinstance(dtype, torch.dtype):
+                raise CaseError(self.name, f"unknown dtype {dtype!r}: give torch dtypes, e.g. torch.float16 (known: {', '.join(DTYPES)})")
             if dtype not in DEFAULT_TOLERANCES and dtype not in self.tolerances:
                 raise CaseError(self.name, f"dtype {dtype} has no default tolerance: give one in tolerances")
         params = self.input_parameters()
@@ -180,6 +195,16 @@ class Case:
             raise CaseError(self.name, f"reference cannot take the launcher's {len(params)} inputs: {exc}") from None
         except ValueError:
             pass  # a builtin without a signature: checked when it first runs
+        try:
+            made = tuple(self.make_inputs(self.example_shape, self.dtypes[0], "cpu", torch.Generator().manual_seed(0)))
+        except Exception as exc:  # noqa: BLE001 - the author's code: report it, whatever it raised
+            raise CaseError(self.name, f"make_inputs fails on example_shape {self.example_shape}: {type(exc).__name__}: {exc}") from None
+        if len(made) != len(params):
+            raise CaseError(
+                self.name,
+                f"make_inputs gives {len(made)} inputs but the launcher takes {len(params)} "
+                f"({', '.join(p.name for p in params)}): make them match",
+            )
 
     @property
     def autotune_configs(self) -> int:
@@ -199,8 +224,8 @@ class Case:
 
     def input_parameters(self) -> list[inspect.Parameter]:
         params = list(inspect.signature(self.launch).parameters.values())
-        if not params:
-            raise CaseError(self.name, "launcher must take the kernel namespace `k` first, then the inputs")
+        if not params or params[0].annotation is not inspect.Parameter.empty:
+            raise CaseError(self.name, "launcher must take the kernel namespace `k` first (unannotated), then the inputs")
         return params[1:]
 
     def tolerance(self, dtype: torch.dtype) -> Tolerance:

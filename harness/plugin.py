@@ -50,14 +50,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--accept", action="store_true", help="with --baseline: rewrite the baseline with this run's outcomes")
 
 
-def _runs_cells_here(config: pytest.Config) -> bool:
-    """Will this process run matrix cells: a worker, or a run without workers, whose arguments name the
-    matrix's test file or a directory holding it?"""
-    if config.option.collectonly or (not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)):
-        return False
+def _names_the_matrix(config: pytest.Config) -> bool:
+    """Do the run's arguments name the matrix's test file or a directory holding it?"""
     matrix = config.rootpath / "tests" / "test_matrix.py"
     named = [config.invocation_params.dir.joinpath(arg.split("::")[0]).resolve() for arg in config.args]
     return any(path == matrix or path in matrix.parents for path in named)
+
+
+def _runs_cells_here(config: pytest.Config) -> bool:
+    """Will this process run matrix cells: a worker, or a run without workers, of the matrix?"""
+    if config.option.collectonly or (not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)):
+        return False
+    return _names_the_matrix(config)
 
 
 def profile_name(config: pytest.Config) -> str:
@@ -85,7 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "cell" in metafunc.fixturenames:
-        cases = registry.load(case_specs(metafunc.config))
+        cases = registry.load(case_specs(metafunc.config)).cases
         cells = all_cells(list(cases))
         metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
         if cells:  # the matrix collected from arguments _runs_cells_here did not recognise
@@ -105,7 +109,7 @@ def run_caches(config: pytest.Config) -> str:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short."""
-    cases = registry.load(case_specs(config))
+    cases = registry.load(case_specs(config)).cases
 
     def cost(item: pytest.Item) -> float:
         cell = getattr(item, "callspec", None) and item.callspec.params.get("cell")
@@ -230,8 +234,12 @@ class MatrixController:
             )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.results and not self.collected:
+        if not self.results and not self.collected and not _names_the_matrix(self.config):
             return
+        # Read here, not from the workers: a -k selection, or every case broken, must not hide them.
+        problems = registry.load(case_specs(self.config)).problems
+        if problems and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         from harness import fingerprint, report
         from harness.results import Results
 
@@ -252,6 +260,7 @@ class MatrixController:
             complete=not missing,
             missing=missing,
             wall_time_s=round(time.time() - self.started, 1),
+            problems=[p.to_json() for p in problems],
         )
         from harness import vec_isa
 
@@ -270,6 +279,8 @@ class MatrixController:
             terminal.write_line(f"triton-compat-matrix: {len(results.cells)} cells ({summary}); wrote {', '.join(written)}")
             if missing:
                 terminal.write_line(f"triton-compat-matrix: INCOMPLETE, {len(missing)} cells never reported")
+            for problem in problems:
+                terminal.write_line(f"triton-compat-matrix: LEFT OUT {problem}", red=True)
             for note in baseline_notes:
                 terminal.write_line(f"triton-compat-matrix: {note}")
 

@@ -89,6 +89,9 @@ def _environment_lines(results: Results) -> list[str]:
             skipped[f"{dtype}: {why}"].add(cell.case)
     for why, cases in sorted(skipped.items()):
         lines.append(f"- not tested here, {why} (cases: {', '.join(sorted(cases))})")
+    for problem in results.problems:
+        case = f" case `{problem['case']}`:" if problem.get("case") else ""
+        lines.append(f"- **left out**, `{problem['module']}`:{case} {problem['message']}")
     if not results.complete:
         lines.append(f"- **incomplete run**: {len(results.missing)} collected cells never reported: {', '.join(results.missing[:20])}")
     return lines

@@ -26,6 +26,8 @@ class Results:
     complete: bool = True
     missing: list[str] = field(default_factory=list)  # collected cells that never reported
     wall_time_s: float | None = None
+    # Case modules and cases left out, each {"module", "case", "message"} (harness.registry.CaseProblem).
+    problems: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -34,6 +36,7 @@ class Results:
             "complete": self.complete,
             "missing": self.missing,
             "wall_time_s": self.wall_time_s,
+            "problems": self.problems,
             "fingerprint": self.fingerprint,
             "cells": [c.to_json() for c in sorted(self.cells, key=lambda c: c.cell)],
         }
@@ -88,6 +91,7 @@ def load(path: str) -> Results:
             complete=data["complete"],
             missing=data["missing"],
             wall_time_s=data.get("wall_time_s"),
+            problems=data.get("problems", []),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{path}: malformed results: {type(exc).__name__}: {exc}") from None

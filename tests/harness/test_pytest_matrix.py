@@ -90,3 +90,60 @@ def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     proc, _, _ = run_matrix(tmp_path, selection, extra=[f"--baseline={baseline}"])
     assert proc.returncode == 0, proc.stdout[-2000:]  # a flaky cell is not checked
     assert "1 baseline cells did not run: planted_segfault-raw-eager" in proc.stdout
+
+
+USER_MODULES = os.path.join(ROOT, "tests", "harness", "user_modules")
+
+
+def _run_cases(tmp_path, cases, selection, workers=2):
+    reports = tmp_path / "reports"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider", *(f"--cases={c}" for c in cases),
+         f"--report-dir={reports}", "--matrix-profile=ci", "-k", selection, "tests/test_matrix.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    results = json.loads((reports / "results.json").read_text()) if (reports / "results.json").exists() else None
+    return proc, results, reports
+
+
+def test_a_users_own_module_runs_alone_or_beside_the_builtin_cases(tmp_path):
+    """The README's route: a module outside cases/, named with --cases; only its cases unless `cases` is named too."""
+    proc, results, reports = _run_cases(tmp_path / "alone", ["examples/my_kernels.py"], "eager")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    cells = outcomes(results)
+    assert {c["case"] for c in cells.values()} == {"my_leaky_relu"}
+    assert cells["my_leaky_relu-raw-eager"]["outcome"] == "pass"
+    assert cells["my_leaky_relu-triton_op-eager"]["outcome"] == "pass"
+    assert results["problems"] == []
+    assert "my_leaky_relu" in (reports / "SUPPORT.md").read_text()
+
+    proc, results, _ = _run_cases(tmp_path / "both", ["cases", "examples/my_kernels.py"], "raw-eager and (add- or my_leaky)")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert set(outcomes(results)) == {"add-raw-eager", "my_leaky_relu-raw-eager"}
+
+
+def test_malformed_modules_and_cases_are_reported_and_the_good_cases_still_run(tmp_path):
+    names = ["malformed.py", "duplicate.py", "broken_import.py", "no_cases.py", "missing.py"]
+    proc, results, reports = _run_cases(tmp_path, [os.path.join(USER_MODULES, n) for n in names], "user_good and eager")
+    assert proc.returncode == 1  # the run fails, so CI notices
+    assert outcomes(results)["user_good-raw-eager"]["outcome"] == "pass"
+    problems = {(os.path.basename(p["module"]), p["case"]): p["message"] for p in results["problems"]}
+    assert problems[("malformed.py", "no_reference")].startswith("no reference: give reference=")
+    assert problems[("malformed.py", "launcher_without_k")].startswith("launcher must take the kernel namespace `k` first")
+    assert problems[("malformed.py", "unknown_dtype")].startswith("unknown dtype 'float16'")
+    assert problems[("malformed.py", "inputs_do_not_match")].startswith("make_inputs gives 2 inputs but the launcher takes 1")
+    assert problems[("duplicate.py", "user_good")].startswith("defined twice, in ")
+    assert "line 6" in problems[("broken_import.py", None)] and "KeyError: 'blocks'" in problems[("broken_import.py", None)]
+    assert problems[("no_cases.py", None)].startswith("defines no Case")
+    assert problems[("missing.py", None)].startswith("no such file")
+    assert len(problems) == 8
+    support = (reports / "SUPPORT.md").read_text()
+    assert "**left out**" in support and "no_reference" in support
+    assert "LEFT OUT" in proc.stdout
+
+
+def test_selecting_a_malformed_case_by_name_still_shows_why_it_is_missing(tmp_path):
+    proc, results, _ = _run_cases(tmp_path, [os.path.join(USER_MODULES, "malformed.py")], "no_reference", workers=1)
+    assert proc.returncode == 1
+    assert "LEFT OUT tests/harness/user_modules/malformed.py: case 'no_reference': no reference: give reference=" in proc.stdout.replace(ROOT + "/", "")
+    assert results["cells"] == [] and len(results["problems"]) == 4

@@ -92,7 +92,7 @@ def test_costliest_cells_are_scheduled_first():
 def test_a_case_counts_the_configs_its_autotuners_time():
     from harness import registry
 
-    cases = registry.load()
+    cases = registry.load().cases
     assert cases["add_autotuned"].autotune_configs == 3
     assert cases["add"].autotune_configs == 0
 

@@ -28,6 +28,10 @@ def test_cell_ids_round_trip_and_bad_ids_say_what_is_expected():
         Cell.parse("add-triton_op-export_sideways")
 
 
+def _launch_without_k(x: torch.Tensor) -> torch.Tensor:
+    return x
+
+
 def _case(**overrides):
     fields = dict(
         name="good", kernels=(copy_kernel,), launch=_launch_with("copy_kernel"), reference=lambda x: x.clone(),
@@ -51,19 +55,26 @@ def _case(**overrides):
         (dict(mutates=frozenset({"y"})), "not launcher parameters"),
         (dict(shapes=[(1,)]), "hypothesis strategy"),
         (dict(max_batch=64, benchmark_batch=65), "benchmark_batch 65 must lie in 1..max_batch"),
+        (dict(reference=None), "no reference: give reference="),
+        (dict(launch=_launch_without_k), "launcher must take the kernel namespace `k` first"),
+        (dict(dtypes=("float16",)), "unknown dtype 'float16': give torch dtypes"),
+        (dict(make_inputs=inputs.randn(2)), "make_inputs gives 2 inputs but the launcher takes 1"),
+        (dict(make_inputs=lambda shape, dtype, device, gen: 1 / 0), "make_inputs fails on example_shape"),
     ],
 )
 def test_malformed_cases_name_the_case_and_the_fix(overrides, problem):
     with pytest.raises(CaseError, match=problem) as info:
-        _case(**overrides)
+        _case(**overrides).check()
     assert "case '" in str(info.value)
 
 
-def test_every_builtin_case_loads_and_duplicates_are_refused():
-    cases = registry.load()
-    assert set(cases) == {"add", "add_autotuned", "scale_inplace", "silu", "sin", "softmax_rows"}
-    with pytest.raises(CaseError, match="defined twice"):
-        registry.load([PLANTED, PLANTED])
+def test_every_builtin_case_loads_and_duplicates_are_reported():
+    loaded = registry.load()
+    assert loaded.problems == []
+    assert set(loaded.cases) == {"add", "add_autotuned", "scale_inplace", "silu", "sin", "softmax_rows"}
+    twice = registry.load([PLANTED, PLANTED])
+    assert set(twice.cases) == set(registry.load([PLANTED]).cases)  # the first of each name is kept
+    assert twice.problems and all("defined twice" in p.message for p in twice.problems)
 
 
 def test_compare_checks_values_shapes_and_declared_mutation():
