@@ -8,14 +8,16 @@ from hypothesis import strategies as st
 EDGE_SIZES = (1, 2, 3, 7, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025)
 
 
-def sizes(max_size: int = 4096) -> st.SearchStrategy[int]:
-    edges = [s for s in EDGE_SIZES if s <= max_size]
-    return st.one_of(st.sampled_from(edges), st.integers(1, max_size))
+def sizes(max_size: int = 4096, min_size: int = 1) -> st.SearchStrategy[int]:
+    """Sizes from min_size (0 for cases that accept empty tensors) to max_size, the edges drawn often."""
+    edges = [s for s in (0, *EDGE_SIZES) if min_size <= s <= max_size]
+    return st.one_of(st.sampled_from(edges), st.integers(min_size, max_size))
 
 
-def shapes(*max_sizes: int) -> st.SearchStrategy[tuple[int, ...]]:
-    """Shapes with one dimension per maximum, e.g. shapes(1024, 300) for (rows, cols)."""
-    return st.tuples(*(sizes(m) for m in max_sizes))
+def shapes(*max_sizes: int, min_size: int = 1) -> st.SearchStrategy[tuple[int, ...]]:
+    """Shapes with one dimension per maximum, e.g. shapes(1024, 300) for (rows, cols); `min_size=0`
+    lets any dimension be empty."""
+    return st.tuples(*(sizes(m, min_size) for m in max_sizes))
 
 
 # The matrix's profiles: derandomized, so the same versions see the same inputs on every run.

@@ -71,7 +71,8 @@ def test_malformed_cases_name_the_case_and_the_fix(overrides, problem):
 def test_every_builtin_case_loads_and_duplicates_are_reported():
     loaded = registry.load()
     assert loaded.problems == []
-    assert set(loaded.cases) == {"add", "add_autotuned", "scale_inplace", "silu", "sin", "softmax_rows"}
+    assert set(loaded.cases) == {"add", "add_autotuned", "constexpr_global", "maybe_empty", "scale_inplace", "silu", "sin",
+                                 "softmax_rows", "strided"}
     twice = registry.load([PLANTED, PLANTED])
     assert set(twice.cases) == set(registry.load([PLANTED]).cases)  # the first of each name is kept
     assert twice.problems and all("defined twice" in p.message for p in twice.problems)
