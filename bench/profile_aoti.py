@@ -70,7 +70,7 @@ def child(case_name: str, wrapping_name: str, dtype_name: str, options: dict, ou
             calls.clear()
             torch._dynamo.reset()
             start = time.perf_counter()
-            exported = torch.export.export(_Program(fn), inputs, dynamic_shapes=dynamic_batch(inputs, case.max_batch), strict=True)
+            exported = torch.export.export(_Program(fn), inputs, dynamic_shapes=dynamic_batch(inputs, case.max_batch, case.batched), strict=True)
             export_s = time.perf_counter() - start
             profile = cProfile.Profile()
             start = time.perf_counter()

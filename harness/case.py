@@ -51,9 +51,11 @@ class Example:
     dtype: torch.dtype
     shape: tuple[int, ...]
     seed: int
+    scalars: tuple[tuple[str, Any], ...] = ()  # drawn values of the case's scalar inputs; () = its example_scalars
 
     def __str__(self) -> str:
-        return f"{dtype_name(self.dtype)} shape={self.shape} seed={self.seed}"
+        drawn = "".join(f" {name}={value!r}" for name, value in self.scalars)
+        return f"{dtype_name(self.dtype)} shape={self.shape}{drawn} seed={self.seed}"
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -106,6 +108,14 @@ class Case:
         exercised by the benchmark input).
     benchmark_batch: the batch of the input `--perf` times every path on, a realistic size (default
         `max_batch`; the input is `example_shape` with this batch, so exported artifacts can run it).
+    scalars: the launcher's trailing int/float/bool parameters, by name, each with the hypothesis strategy
+        its values come from (e.g. st.sampled_from([1, 2, 7]): Triton specialises an int argument equal
+        to 1); make_inputs makes only the tensors before them.
+    example_scalars: their values where a path traces once (export, AOTInductor, opcheck, --perf).
+    unbatched: names of tensor inputs without a batch dimension (weights, biases): export keeps their
+        shapes static instead of tying their dim 0 to the batch.
+    requires(device): why this case cannot run on this device ("cuda" or "cpu"), or None; its cells are
+        then skipped with that reason (e.g. a kernel that needs a Hopper GPU).
     mutates: names of inputs the launcher writes in place (declared as `mutates_args`).
     backward: how to differentiate it (training rows); None: the case has no gradient.
     flops: flops(*input shapes) -> int, registered with register_flop_formula on the operator styles.
@@ -123,6 +133,10 @@ class Case:
     max_batch: int = 1024
     benchmark_batch: int | None = None
     tolerances: Mapping[torch.dtype, Tolerance] = field(default_factory=dict)
+    scalars: Mapping[str, st.SearchStrategy[Any]] = field(default_factory=dict)
+    example_scalars: Mapping[str, Any] = field(default_factory=dict)
+    unbatched: frozenset[str] = frozenset()
+    requires: Callable[[str], str | None] | None = None
     mutates: frozenset[str] = frozenset()
     backward: Backward | None = None
     flops: Callable[..., int] | None = None
@@ -174,19 +188,29 @@ class Case:
                 raise CaseError(self.name, f"launcher parameter {p.name!r} needs a type annotation (the schema is inferred)")
         if inspect.signature(self.launch).return_annotation is inspect.Signature.empty:
             raise CaseError(self.name, "launcher needs a return annotation (-> torch.Tensor, -> None, ...)")
-        unknown = set(self.mutates) - {p.name for p in params}
-        if unknown:
-            raise CaseError(self.name, f"mutates names {sorted(unknown)}, which are not launcher parameters")
+        for attr in ("mutates", "unbatched"):
+            unknown = set(getattr(self, attr)) - {p.name for p in params}
+            if unknown:
+                raise CaseError(self.name, f"{attr} names {sorted(unknown)}, which are not launcher parameters")
         if self.backward is not None:
             if self.mutates:
                 raise CaseError(self.name, "a case that mutates its inputs cannot declare a backward")
             if not callable(self.backward.launch):
                 raise CaseError(self.name, "backward.launch must be a function")
+            # The operator styles register the backward as an operator too: its schema comes from these.
+            signature = inspect.signature(self.backward.launch)
+            for p in list(signature.parameters.values())[1:]:
+                if p.annotation is inspect.Parameter.empty:
+                    raise CaseError(self.name, f"backward parameter {p.name!r} needs a type annotation (the schema is inferred)")
+            if signature.return_annotation is inspect.Signature.empty:
+                raise CaseError(self.name, "backward needs a return annotation (-> torch.Tensor, or a tuple with one per tensor input)")
             for kernel in self.backward.kernels:
                 try:
                     kernel_name(kernel)
                 except TypeError as exc:
                     raise CaseError(self.name, f"backward: {exc}") from None
+        if self.requires is not None and not callable(self.requires):
+            raise CaseError(self.name, "requires must be a function of the device returning a reason or None")
         if self.flops is not None and not callable(self.flops):
             raise CaseError(self.name, "flops must be a function of the input shapes")
         try:
@@ -195,15 +219,24 @@ class Case:
             raise CaseError(self.name, f"reference cannot take the launcher's {len(params)} inputs: {exc}") from None
         except ValueError:
             pass  # a builtin without a signature: checked when it first runs
+        trailing = [p.name for p in params[len(params) - len(self.scalars):]] if self.scalars else []
+        if list(self.scalars) != trailing:
+            raise CaseError(self.name, f"scalars {list(self.scalars)} must name the launcher's last parameters, in order ({[p.name for p in params]})")
+        for name, strategy in self.scalars.items():
+            if not isinstance(strategy, st.SearchStrategy):
+                raise CaseError(self.name, f"scalars[{name!r}] must be a hypothesis strategy, e.g. st.sampled_from([1, 2])")
+        if set(self.example_scalars) != set(self.scalars):
+            raise CaseError(self.name, f"example_scalars must give a value for each of the scalars {list(self.scalars)}")
         try:
             made = tuple(self.make_inputs(self.example_shape, self.dtypes[0], "cpu", torch.Generator().manual_seed(0)))
         except Exception as exc:  # noqa: BLE001 - the author's code: report it, whatever it raised
             raise CaseError(self.name, f"make_inputs fails on example_shape {self.example_shape}: {type(exc).__name__}: {exc}") from None
-        if len(made) != len(params):
+        tensors = params[: len(params) - len(self.scalars)]
+        if len(made) != len(tensors):
             raise CaseError(
                 self.name,
-                f"make_inputs gives {len(made)} inputs but the launcher takes {len(params)} "
-                f"({', '.join(p.name for p in params)}): make them match",
+                f"make_inputs gives {len(made)} inputs but the launcher takes {len(tensors)} before its scalars "
+                f"({', '.join(p.name for p in tensors)}): make them match",
             )
 
     @property
@@ -228,12 +261,18 @@ class Case:
             raise CaseError(self.name, "launcher must take the kernel namespace `k` first (unannotated), then the inputs")
         return params[1:]
 
+    @property
+    def batched(self) -> tuple[bool, ...]:
+        """For each input, whether its dim 0 is the batch."""
+        return tuple(p.name not in self.unbatched for p in self.input_parameters())
+
     def tolerance(self, dtype: torch.dtype) -> Tolerance:
         return self.tolerances.get(dtype) or DEFAULT_TOLERANCES[dtype]
 
     def inputs(self, example: Example, device: str) -> tuple[Any, ...]:
         generator = torch.Generator().manual_seed(example.seed)
-        return tuple(self.make_inputs(example.shape, example.dtype, device, generator))
+        scalars = {**self.example_scalars, **dict(example.scalars)}
+        return (*self.make_inputs(example.shape, example.dtype, device, generator), *(scalars[name] for name in self.scalars))
 
     def export_shape(self, batch: int) -> tuple[int, ...]:
         return (batch, *self.example_shape[1:])

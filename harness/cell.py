@@ -149,9 +149,10 @@ def _example_strategy(case: Case, path: Path) -> st.SearchStrategy[Example]:
     if path.kind in (Kind.EXPORT, Kind.AOTI):
         # The artifact is traced once per dtype; only the dynamic batch may change.
         shapes = st.integers(1, min(case.max_batch, CHECKED_BATCH_MAX)).map(case.export_shape)
-    else:
-        shapes = case.shapes
-    return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1))
+        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1))
+    # Scalars vary where the artifact is made per call (eager, compile): a new value may recompile.
+    scalars = st.tuples(*(st.tuples(st.just(name), values) for name, values in case.scalars.items()))
+    return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=case.shapes, seed=st.integers(0, 2**31 - 1), scalars=scalars)
 
 
 def skip_reason(cell: Cell, case: Case) -> str | None:
@@ -198,7 +199,7 @@ def _run(
     broken = broken_dtypes or {}
     result.dtypes_skipped = {dtype_name(d): broken[dtype_name(d)] for d in case.dtypes if dtype_name(d) in broken}
     testable = tuple(d for d in case.dtypes if dtype_name(d) not in broken)
-    reason = skip_reason(cell, case)
+    reason = skip_reason(cell, case) or (case.requires(device) if case.requires else None)
     if not testable:
         reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
     if reason:
@@ -239,7 +240,7 @@ def _run(
                     label = f"{cell.id}-{dtype_name(dtype)}"
                     start = time.perf_counter()
                     try:
-                        built = paths.build(cell.path, program, inputs, case.max_batch, config.workdir, label, on_stage, observer)
+                        built = paths.build(cell.path, program, inputs, case.max_batch, config.workdir, label, on_stage, observer, case.batched)
                     finally:
                         timings.compile += time.perf_counter() - start
                     artifacts[dtype] = train.step(built) if training else built

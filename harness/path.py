@@ -134,10 +134,11 @@ class _Program(torch.nn.Module):
         return self.fn(*inputs)
 
 
-def dynamic_batch(inputs: tuple[Any, ...], max_batch: int) -> tuple[Any, ...]:
-    """Dim 0 of every tensor input is one dynamic batch dimension (forward takes them as *inputs)."""
+def dynamic_batch(inputs: tuple[Any, ...], max_batch: int, batched: tuple[bool, ...] | None = None) -> tuple[Any, ...]:
+    """Dim 0 of every batched tensor input is one dynamic batch dimension (forward takes them as *inputs)."""
     batch = torch.export.Dim("batch", min=1, max=max_batch)
-    return (tuple({0: batch} if isinstance(x, torch.Tensor) else None for x in inputs),)
+    batched = batched or (True,) * len(inputs)
+    return (tuple({0: batch} if isinstance(x, torch.Tensor) and b else None for x, b in zip(inputs, batched)),)
 
 
 def build(
@@ -149,6 +150,7 @@ def build(
     label: str,
     on_stage: Callable[[Stage], None],
     observer: GraphObserver | None = None,
+    batched: tuple[bool, ...] | None = None,
 ) -> Callable[..., Any]:
     """Turn `fn` into what runs on this path, doing every ahead-of-time step now.
 
@@ -172,7 +174,7 @@ def build(
         exported = torch.export.export(
             _Program(fn),
             example_inputs,
-            dynamic_shapes=dynamic_batch(example_inputs, max_batch),
+            dynamic_shapes=dynamic_batch(example_inputs, max_batch, batched),
             strict=path.strict,
         )
     except Exception as exc:

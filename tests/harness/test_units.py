@@ -5,8 +5,9 @@ import math
 
 import pytest
 import torch
+from hypothesis import strategies as st
 
-from harness import Case, CaseError, inputs, registry
+from harness import Backward, Case, CaseError, inputs, registry
 from harness.__main__ import main as cli
 from harness.__main__ import merge
 from harness.cell import Cell, Mismatch, compare
@@ -60,6 +61,10 @@ def _case(**overrides):
         (dict(dtypes=("float16",)), "unknown dtype 'float16': give torch dtypes"),
         (dict(make_inputs=inputs.randn(2)), "make_inputs gives 2 inputs but the launcher takes 1"),
         (dict(make_inputs=lambda shape, dtype, device, gen: 1 / 0), "make_inputs fails on example_shape"),
+        (dict(scalars={"alpha": st.floats(0, 1)}, example_scalars={"alpha": 0.5}), "must name the launcher's last parameters"),
+        (dict(unbatched=frozenset({"w"})), "unbatched names \\['w'\\], which are not launcher parameters"),
+        (dict(requires="sm_90"), "requires must be a function"),
+        (dict(backward=Backward(lambda k, grad, x: grad)), "backward parameter 'grad' needs a type annotation"),
     ],
 )
 def test_malformed_cases_name_the_case_and_the_fix(overrides, problem):
@@ -71,8 +76,10 @@ def test_malformed_cases_name_the_case_and_the_fix(overrides, problem):
 def test_every_builtin_case_loads_and_duplicates_are_reported():
     loaded = registry.load()
     assert loaded.problems == []
-    assert set(loaded.cases) == {"add", "add_autotuned", "constexpr_global", "maybe_empty", "scale_inplace", "silu", "sin",
-                                 "softmax_rows", "strided"}
+    assert set(loaded.cases) == {
+        "add", "add_autotuned", "constexpr_global", "heuristics_autotune", "layernorm", "matmul", "maybe_empty", "scale_inplace",
+        "scaled_add", "silu", "sin", "softmax_rows", "strided", "tma_add", "two_outputs",
+    }
     twice = registry.load([PLANTED, PLANTED])
     assert set(twice.cases) == set(registry.load([PLANTED]).cases)  # the first of each name is kept
     assert twice.problems and all("defined twice" in p.message for p in twice.problems)
@@ -200,3 +207,27 @@ def test_warnings_pytorch_logs_during_a_cell_are_kept_even_from_non_propagating_
         logging.getLogger("torch._inductor.foo").info("not a warning")
     assert result.warnings == ["Encountered an exception in identify_mutated_tensors, assuming every input is mutated"]
     assert label(result) == "pass, assumes every input mutated"
+
+
+def test_scalar_inputs_are_drawn_where_the_artifact_is_made_per_call_and_fixed_where_it_is_traced():
+    from hypothesis import given, settings
+
+    from harness.case import Example
+    from harness.cell import _example_strategy
+
+    case = registry.load().cases["scaled_add"]
+    drawn = case.inputs(Example(torch.float32, (5,), 0, (("alpha", -1.5), ("repeat", 3))), "cpu")
+    assert drawn[2:] == (-1.5, 3) and drawn[0].shape == (5,)
+    assert case.inputs(Example(torch.float32, (5,), 0), "cpu")[2:] == (0.5, 1)  # example_scalars
+    seen = {"compile": set(), "export": set()}
+
+    @settings(max_examples=60, derandomize=True, database=None)
+    @given(compiled=_example_strategy(case, Path.COMPILE_DEFAULT), exported=_example_strategy(case, Path.EXPORT_STRICT))
+    def draw(compiled, exported):
+        seen["compile"].add(dict(compiled.scalars)["repeat"])
+        seen["export"].add(exported.scalars)
+
+    draw()
+    assert seen["compile"] == {1, 2, 3}  # including 1, the value Triton specialises
+    assert seen["export"] == {()}  # traced once, with example_scalars
+    assert "repeat=3" in str(Example(torch.float32, (5,), 0, (("repeat", 3),)))
