@@ -70,6 +70,7 @@ class Settings:
 
     max_examples: int = 20
     derandomize: bool = True
+    checked_batch_max: int = 4096  # exported artifacts are checked on batches up to this; --perf runs the benchmark batch
     workdir: str = "."
     perf: bool = False  # time the artifact after a pass (harness.perf)
 
@@ -140,15 +141,12 @@ SUBSYSTEM_OUTPUTS = {Path.FLOP_COUNTER: ["the flop count"], Path.TENSOR_SUBCLASS
 # small failing input.
 SHRINK_EXAMPLES = 20
 
-CHECKED_BATCH_MAX = 4096  # exported artifacts are checked on batches up to this; --perf runs the case's benchmark batch
-
-
-def _example_strategy(case: Case, path: Path) -> st.SearchStrategy[Example]:
+def _example_strategy(case: Case, path: Path, checked_batch_max: int = Settings.checked_batch_max) -> st.SearchStrategy[Example]:
     if path is Path.OPCHECK:  # opcheck is slow and shape-blind: once per dtype
         return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0))
     if path.kind in (Kind.EXPORT, Kind.AOTI):
         # The artifact is traced once per dtype; only the dynamic batch may change.
-        shapes = st.integers(1, min(case.max_batch, CHECKED_BATCH_MAX)).map(case.export_shape)
+        shapes = st.integers(1, min(case.max_batch, checked_batch_max)).map(case.export_shape)
         return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1))
     # Scalars vary where the artifact is made per call (eager, compile): a new value may recompile.
     scalars = st.tuples(*(st.tuples(st.just(name), values) for name, values in case.scalars.items()))
@@ -381,7 +379,7 @@ def _check(
         report_multiple_bugs=False,
         print_blob=False,
     )
-    @given(ex=_example_strategy(case, cell.path))
+    @given(ex=_example_strategy(case, cell.path, config.checked_batch_max))
     def check(ex: Example) -> None:
         nonlocal shrink_until
         if failures and result.examples_run >= shrink_until:

@@ -94,12 +94,17 @@ def programs(path: Path, case: Case, wrapping: Wrapping) -> tuple[Callable[..., 
             out = fn(*_two_tensors(inputs))
             if out is None and case.mutates:  # an in-place case: its inputs are compared after the call
                 return []
-            if not isinstance(out, TwoTensor):
-                raise TypeError(f"the result is a {type(out).__name__}, not a TwoTensor")
-            return [out.a, out.b]
+            outs = list(out) if isinstance(out, (tuple, list)) else [out]  # several outputs: each a TwoTensor
+            for o in outs:
+                if not isinstance(o, TwoTensor):
+                    raise TypeError(f"the result is a {type(o).__name__}, not a TwoTensor")
+            return [o.a for o in outs] + [o.b for o in outs]
 
         def reference(*inputs: Any) -> list[Any]:
-            results = [case.reference(*_halves(inputs, "a")), case.reference(*_halves(inputs, "b"))]
+            results = []
+            for part in ("a", "b"):
+                result = case.reference(*_halves(inputs, part))
+                results += list(result) if isinstance(result, (tuple, list)) else [result]
             return [r for r in results if r is not None]
 
         return on_two_tensors, reference

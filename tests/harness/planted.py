@@ -84,6 +84,11 @@ def _launch_with(kernel_attr):
     return launch
 
 
+def _copy_twice(k, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    copy = _launch_with("copy_kernel")
+    return copy(k, x), copy(k, x)
+
+
 def _identity(x):
     return x.clone()
 
@@ -143,6 +148,7 @@ CASES = [
     _planted("planted_kills_worker", copy_kernel, _copy_then(_kill_pytest_worker)),
     _planted("planted_illegal_address", read_far_out_of_bounds_kernel, _launch_with("read_far_out_of_bounds_kernel")),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
+    _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone())),
     _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),
     # a matmul's flops are 2*M*N*K (FlopCounterMode counts the reference so); this formula forgets the 2
     _planted(

@@ -138,6 +138,8 @@ def test_subsystem_rows_say_how_a_raw_kernel_fails_them(run_planted):
     subclass = run_planted("planted_ok", wrapping="raw", path="tensor_subclass")
     assert subclass.outcome is Outcome.FAIL and subclass.stage is Stage.RUN
     assert run_planted("planted_ok", wrapping="custom_op", path="tensor_subclass").outcome is Outcome.PASS
+    # Several outputs: each must come back a TwoTensor, and each half is checked.
+    assert run_planted("planted_two_outputs", wrapping="custom_op", path="tensor_subclass").outcome is Outcome.PASS
     assert run_planted("planted_ok", wrapping="custom_op", path="opcheck").outcome is Outcome.PASS
     assert run_planted("planted_ok", wrapping="raw", path="opcheck").outcome is Outcome.SKIPPED
 
