@@ -25,7 +25,7 @@ PROFILES = {
     "matrix": dict(max_examples=20, derandomize=True),
     # CI's run on the CPU interpreter: every cell, fewer and smaller inputs (the interpreter runs each
     # program in numpy, so a batch of 4096 rows costs seconds).
-    "ci": dict(max_examples=3, derandomize=True, checked_batch_max=256),
+    "ci": dict(max_examples=2, derandomize=True, checked_batch_max=256),
     "thorough": dict(max_examples=200, derandomize=True),
     "explore": dict(max_examples=50, derandomize=False),
 }
