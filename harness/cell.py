@@ -71,6 +71,7 @@ class Settings:
     max_examples: int = 20
     derandomize: bool = True
     checked_batch_max: int = 4096  # exported artifacts are checked on batches up to this; --perf runs the benchmark batch
+    dtypes_per_cell: int | None = None  # check only a case's first N testable dtypes (each dtype is a build)
     workdir: str = "."
     perf: bool = False  # time the artifact after a pass (harness.perf)
 
@@ -197,6 +198,10 @@ def _run(
     broken = broken_dtypes or {}
     result.dtypes_skipped = {dtype_name(d): broken[dtype_name(d)] for d in case.dtypes if dtype_name(d) in broken}
     testable = tuple(d for d in case.dtypes if dtype_name(d) not in broken)
+    if config.dtypes_per_cell is not None:
+        for d in testable[config.dtypes_per_cell:]:
+            result.dtypes_skipped[dtype_name(d)] = f"this run's profile checks {config.dtypes_per_cell} dtype(s) a cell"
+        testable = testable[: config.dtypes_per_cell]
     reason = skip_reason(cell, case) or (case.requires(device) if case.requires else None)
     if not testable:
         reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())

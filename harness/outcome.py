@@ -88,7 +88,7 @@ class CellResult:
     graph_breaks: int | None = None
     kernel_in_graph: str | None = None  # "traced", "opaque" or "absent", read off the compiled/exported graphs
     warnings: list[str] = field(default_factory=list)  # what PyTorch logged as a warning during the cell
-    dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this environment cannot test it
+    dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this run does not test it
     signal: str | None = None
     flaky: str | None = None  # set by hand in a baseline: why this cell's outcome may vary (it is not checked)
     blamed_on: str | None = None  # the control cell that fails on the same path: the environment, not the wrapping

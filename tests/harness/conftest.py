@@ -22,9 +22,9 @@ def planted_runner():
 
 @pytest.fixture
 def run_planted(planted_runner):
-    def run(case, wrapping="raw", path="eager", timeout=120.0, runner=None):
+    def run(case, wrapping="raw", path="eager", timeout=120.0, runner=None, **settings):
         runner = runner or planted_runner
         cell = Cell(case, Wrapping(wrapping), Path(path))
-        return runner.run(cell, Settings(max_examples=10, workdir=runner.workdir), timeout)
+        return runner.run(cell, Settings(**{"max_examples": 10, **settings}, workdir=runner.workdir), timeout)
 
     return run

@@ -148,7 +148,7 @@ CASES = [
     _planted("planted_kills_worker", copy_kernel, _copy_then(_kill_pytest_worker)),
     _planted("planted_illegal_address", read_far_out_of_bounds_kernel, _launch_with("read_far_out_of_bounds_kernel")),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
-    _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone())),
+    _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone()), dtypes=(torch.float32, torch.float16)),
     _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),
     # a matmul's flops are 2*M*N*K (FlopCounterMode counts the reference so); this formula forgets the 2
     _planted(

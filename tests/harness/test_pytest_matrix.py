@@ -64,11 +64,11 @@ def test_a_killed_worker_is_its_cells_crash_not_a_missing_cell(tmp_path):
 
 
 def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
-    baseline = tmp_path / "baseline.json"
+    baseline = tmp_path / "baseline.json"  # workers=0: comparing with the baseline is the controller's alone
     selection = "test_cell[planted_wrong-raw-eager] or test_cell[planted_ok-raw-eager]"
-    proc, _, _ = run_matrix(tmp_path, selection, extra=[f"--baseline={baseline}", "--accept"])
+    proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}", "--accept"])
     assert proc.returncode == 0 and "accepted this run's outcomes as the baseline" in proc.stdout
-    proc, _, _ = run_matrix(tmp_path, selection, extra=[f"--baseline={baseline}"])
+    proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}"])
     assert proc.returncode == 0, proc.stdout[-2000:]  # the same outcomes: nothing to report
 
     data = json.loads(baseline.read_text())
@@ -76,7 +76,7 @@ def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     cells["planted_wrong-raw-eager"].update(outcome="pass", stage=None, error_type=None, message=None)
     cells["planted_ok-raw-eager"].update(outcome="fail", stage="run", error_type="RuntimeError", message="old failure")
     baseline.write_text(json.dumps(data))
-    proc, _, _ = run_matrix(tmp_path, selection, extra=[f"--baseline={baseline}"])
+    proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}"])
     assert proc.returncode == 1
     assert "REGRESSED: planted_wrong-raw-eager passed in the baseline, now WRONG" in proc.stdout
     assert "IMPROVED: planted_ok-raw-eager was fail @run" in proc.stdout
@@ -87,7 +87,7 @@ def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     cells["planted_segfault-raw-eager"] = dict(cells["planted_ok-raw-eager"], cell="planted_segfault-raw-eager", case="planted_segfault")
     data["cells"] = list(cells.values())
     baseline.write_text(json.dumps(data))
-    proc, _, _ = run_matrix(tmp_path, selection, extra=[f"--baseline={baseline}"])
+    proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}"])
     assert proc.returncode == 0, proc.stdout[-2000:]  # a flaky cell is not checked
     assert "1 baseline cells did not run: planted_segfault-raw-eager" in proc.stdout
 

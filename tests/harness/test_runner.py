@@ -144,6 +144,14 @@ def test_subsystem_rows_say_how_a_raw_kernel_fails_them(run_planted):
     assert run_planted("planted_ok", wrapping="raw", path="opcheck").outcome is Outcome.SKIPPED
 
 
+def test_a_profile_that_checks_fewer_dtypes_says_which_it_left_out(run_planted):
+    every = run_planted("planted_two_outputs")
+    assert every.outcome is Outcome.PASS and every.dtypes == ["float16", "float32"] and every.dtypes_skipped == {}
+    first = run_planted("planted_two_outputs", dtypes_per_cell=1)  # as CI's `ci` profile runs
+    assert first.outcome is Outcome.PASS and first.dtypes == ["float32"]
+    assert first.dtypes_skipped == {"float16": "this run's profile checks 1 dtype(s) a cell"}
+
+
 def _wait_for_standby(runner, timeout=120):
     """Until the standby process has announced it is ready (its first line sits unread in its pipe)."""
     proc, _ = runner._spare
