@@ -207,8 +207,21 @@ def call(artifact: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
             torch.cuda.synchronize()
         return result
     except Exception as exc:
-        is_compile = isinstance(exc, compile_stage_exception_types())
-        raise StageFailure(Stage.COMPILE if is_compile else Stage.RUN, exc) from exc
+        # A kernel that faulted before a Python error was raised is what went wrong first; unchecked, its
+        # CUDA error would surface in whichever call came next, and the outcome would depend on timing.
+        fault = _pending_device_fault() or exc
+        is_compile = isinstance(fault, compile_stage_exception_types())
+        raise StageFailure(Stage.COMPILE if is_compile else Stage.RUN, fault) from fault
+
+
+def _pending_device_fault() -> BaseException | None:
+    if not torch.cuda.is_available():
+        return None
+    try:
+        torch.cuda.synchronize()
+    except Exception as fault:  # an illegal address, a device-side assert: the context is now unusable
+        return fault
+    return None
 
 
 def _target_name(target: Any) -> str:

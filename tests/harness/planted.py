@@ -119,6 +119,16 @@ def _copy_then(action):
     return launch
 
 
+def _launch_then_raise(kernel_name):
+    launch = _launch_with(kernel_name)
+
+    def launcher(k, x: torch.Tensor) -> torch.Tensor:
+        launch(k, x)
+        raise TypeError("planted: a Python error raised after the kernel was launched")
+
+    return launcher
+
+
 def _raise_when_traced():
     if torch.compiler.is_compiling():
         raise RuntimeError("planted: this launcher refuses to be traced")
@@ -147,6 +157,7 @@ CASES = [
     _planted("planted_hang", copy_kernel, _copy_then(_hang)),
     _planted("planted_kills_worker", copy_kernel, _copy_then(_kill_pytest_worker)),
     _planted("planted_illegal_address", read_far_out_of_bounds_kernel, _launch_with("read_far_out_of_bounds_kernel")),
+    _planted("planted_faults_then_raises", read_far_out_of_bounds_kernel, _launch_then_raise("read_far_out_of_bounds_kernel")),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
     _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone()), dtypes=(torch.float32, torch.float16)),
     _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),

@@ -82,6 +82,14 @@ def test_poisoned_cuda_context_costs_one_cell(run_planted):
     assert after.timings.process_start > 0  # the poisoned runner was replaced
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA kernel fault reported asynchronously")
+def test_a_kernel_fault_is_reported_before_a_python_error_raised_after_the_launch(run_planted):
+    result = run_planted("planted_faults_then_raises")
+    assert result.outcome in (Outcome.FAIL, Outcome.CRASH) and result.stage is Stage.RUN
+    assert "illegal memory access" in (result.message or ""), result.message
+    assert run_planted("planted_ok").outcome is Outcome.PASS
+
+
 def test_one_process_per_cell_when_asked(run_planted):
     workdir = tempfile.mkdtemp(prefix="tcm-test-")
     try:
