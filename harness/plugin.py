@@ -234,6 +234,8 @@ class MatrixController:
             )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly:  # nothing ran: the reports of the last real run stay as they are
+            return
         if not self.results and not self.collected and not _names_the_matrix(self.config):
             return
         # Read here, not from the workers: a -k selection, or every case broken, must not hide them.

@@ -79,9 +79,10 @@ def test_cache_dir_is_reused_and_the_fingerprint_says_so(tmp_path):
     assert f"compile caches: reused from {caches}" in (reports / "SUPPORT.md").read_text()
 
 
-def test_costliest_cells_are_scheduled_first():
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-k", "add-raw or add_autotuned-raw"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+def test_costliest_cells_are_scheduled_first(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", f"--report-dir={tmp_path}",
+                           "-k", "add-raw or add_autotuned-raw"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert list(tmp_path.iterdir()) == []  # collecting runs nothing, so it must not overwrite the last run's reports
     order = [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "test_cell[" in line]
     assert order[:2] == ["add_autotuned-raw-aoti_strict", "add_autotuned-raw-aoti_nonstrict"], order
     # The autotuner times its three configs again for every new input size: a minute a cell on the GPU.
