@@ -41,5 +41,5 @@ CASE = Case(
     max_batch=1 << 22,  # --perf times 4M elements
     mutates=frozenset({"x"}),
     tags=frozenset({"mutation"}),
-    description="writes its input in place and returns nothing; a float scalar argument",
+    description="writes its input in place and returns nothing; a float argument `alpha` that make_inputs fixes at 1.5",
 )

@@ -53,5 +53,5 @@ CASE = Case(
     max_batch=1 << 22,
     requires=hopper_or_later,
     tags=frozenset({"elementwise", "tma", "hopper"}),
-    description="1-D tensor descriptors made with TensorDescriptor.from_tensor; Hopper (sm_90) and later only",
+    description="1-D tensor descriptors made with TensorDescriptor.from_tensor; sizes cut to a multiple of 8 (TMA's 16-byte alignment); Hopper (sm_90) and later only",
 )

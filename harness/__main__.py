@@ -62,7 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     ben.add_argument("--out", help="also write the figures here")
     ben.add_argument("--report-dir", help="where the run's reports go (default: a temporary directory)")
     ben.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest (-n auto unless -n is given)")
+    cas = commands.add_parser("cases", help="print the cases as a table: what each tests, the inputs it draws")
+    cas.add_argument("--cases", action="append", help="case modules or files, as for pytest --cases (default: the built-ins)")
     args = parser.parse_args(argv)
+    if args.command == "cases":
+        return _cases(args.cases)
     if args.command == "bench":
         from harness import bench
 
@@ -94,5 +98,16 @@ def _diff(old_path: str, new_path: str, out: str | None) -> int:
     return 1 if result.regressed else 0
 
 
+def _cases(specs: list[str] | None) -> int:
+    from harness import catalog, registry
+
+    loaded = registry.load(specs or [registry.BUILTIN])
+    print(catalog.table(loaded.cases.values()))
+    for problem in loaded.problems:
+        print(f"LEFT OUT {problem}", file=sys.stderr)
+    return 1 if loaded.problems else 0
+
+
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -17,7 +17,9 @@ def sizes(max_size: int = 4096, min_size: int = 1) -> st.SearchStrategy[int]:
 def shapes(*max_sizes: int, min_size: int = 1) -> st.SearchStrategy[tuple[int, ...]]:
     """Shapes with one dimension per maximum, e.g. shapes(1024, 300) for (rows, cols); `min_size=0`
     lets any dimension be empty."""
-    return st.tuples(*(sizes(m, min_size) for m in max_sizes))
+    strategy = st.tuples(*(sizes(m, min_size) for m in max_sizes))
+    strategy.summary = "(" + ", ".join(f"{min_size}..{m}" for m in max_sizes) + ")"  # for the case table
+    return strategy
 
 
 # The matrix's profiles: derandomized, so the same versions see the same inputs on every run.
