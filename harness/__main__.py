@@ -110,4 +110,3 @@ def _cases(specs: list[str] | None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -9,8 +9,7 @@ from typing import Iterable
 
 from tabulate import tabulate
 
-from harness.case import Case
-from harness.case import dtype_name
+from harness.case import Case, dtype_name
 
 
 def strategy_text(strategy: object) -> str:
