@@ -74,6 +74,8 @@ class Settings:
     dtypes_per_cell: int | None = None  # check only a case's first N testable dtypes (each dtype is a build)
     workdir: str = "."
     perf: bool = False  # time the artifact after a pass (harness.perf)
+    packages: str | None = None  # this run's AOTInductor packages, shared by its Python and C++ runtime cells
+    caches: str | None = None  # the run's caches (the C++ runner is built there once)
 
 
 class Mismatch(AssertionError):
@@ -145,13 +147,22 @@ SHRINK_EXAMPLES = 20
 def _example_strategy(case: Case, path: Path, checked_batch_max: int = Settings.checked_batch_max) -> st.SearchStrategy[Example]:
     if path is Path.OPCHECK:  # opcheck is slow and shape-blind: once per dtype
         return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0))
-    if path.kind in (Kind.EXPORT, Kind.AOTI):
+    if path.kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP):
         # The artifact is traced once per dtype; only the dynamic batch may change.
         shapes = st.integers(1, min(case.max_batch, checked_batch_max)).map(case.export_shape)
         return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1))
     # Scalars vary where the artifact is made per call (eager, compile): a new value may recompile.
     scalars = st.tuples(*(st.tuples(st.just(name), values) for name, values in case.scalars.items()))
     return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=case.shapes, seed=st.integers(0, 2**31 - 1), scalars=scalars)
+
+
+def _shared(cell: Cell, dtype: torch.dtype, config: Settings) -> paths.Shared | None:
+    """The key under which the AOTInductor rows of one export mode share a package across runtimes."""
+    if config.packages is None or cell.path.kind not in (Kind.AOTI, Kind.AOTI_CPP):
+        return None
+    mode = "strict" if cell.path.strict else "nonstrict"
+    key = f"{cell.case}-{cell.wrapping.value}-{mode}-{dtype_name(dtype)}"
+    return paths.Shared(packages=config.packages, caches=config.caches or config.workdir, key=key)
 
 
 def skip_reason(cell: Cell, case: Case) -> str | None:
@@ -243,7 +254,8 @@ def _run(
                     label = f"{cell.id}-{dtype_name(dtype)}"
                     start = time.perf_counter()
                     try:
-                        built = paths.build(cell.path, program, inputs, case.max_batch, config.workdir, label, on_stage, observer, case.batched)
+                        built = paths.build(cell.path, program, inputs, case.max_batch, config.workdir, label, on_stage, observer,
+                                            case.batched, _shared(cell, dtype, config))
                     finally:
                         timings.compile += time.perf_counter() - start
                     artifacts[dtype] = train.step(built) if training else built

@@ -86,6 +86,7 @@ def collect(interpreter: bool, profile: str, profile_settings: dict[str, Any], w
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "compiler": compiler(),
+        "cmake": _run("cmake", "--version"),  # builds the C++ runtime's runner (None: not found)
         "hypothesis": {"version": hypothesis.__version__, "profile": profile, **profile_settings},
         "git": git_commit(),
         "workers": workers,

@@ -24,6 +24,7 @@ class Stage(str, enum.Enum):
     EXPORT = "export"
     AOT_COMPILE = "aot_compile"
     AOT_LOAD = "aot_load"
+    CPP_BUILD = "cpp_build"  # building the C++ runtime's runner
     RUN = "run"
     REFERENCE = "reference"
 

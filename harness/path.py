@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import json
 import os
+import shutil
 from typing import Any, Callable
 
 import torch
 
+from harness import cpp_runtime
 from harness.outcome import Stage
 
 
@@ -16,6 +20,7 @@ class Kind(str, enum.Enum):
     COMPILE = "compile"
     EXPORT = "export"
     AOTI = "aoti"
+    AOTI_CPP = "aoti_cpp"  # the same package, loaded and run by a C++ program with no Python
     TRAIN = "train"  # forward and backward, gradients checked
     SUBSYSTEM = "subsystem"  # a PyTorch subsystem the style should compose with
 
@@ -29,6 +34,8 @@ class Path(str, enum.Enum):
     EXPORT_NONSTRICT = "export_nonstrict"
     AOTI_STRICT = "aoti_strict"
     AOTI_NONSTRICT = "aoti_nonstrict"
+    AOTI_CPP_STRICT = "aoti_cpp_strict"
+    AOTI_CPP_NONSTRICT = "aoti_cpp_nonstrict"
     TRAIN_EAGER = "train_eager"
     TRAIN_COMPILE_FULLGRAPH = "train_compile_fullgraph"
     TRAIN_COMPILE_DEFAULT = "train_compile_default"
@@ -47,7 +54,7 @@ class Path(str, enum.Enum):
 
     @property
     def strict(self) -> bool:
-        return self in (Path.EXPORT_STRICT, Path.AOTI_STRICT)
+        return self in (Path.EXPORT_STRICT, Path.AOTI_STRICT, Path.AOTI_CPP_STRICT)
 
     @property
     def compile_options(self) -> dict[str, Any] | None:
@@ -70,12 +77,13 @@ class Path(str, enum.Enum):
     @property
     def timeout_s(self) -> float:
         """Default limit for one cell; AOTInductor builds C++, so it gets the most."""
-        return {Kind.AOTI: 900.0, Kind.EAGER: 300.0, Kind.SUBSYSTEM: 300.0}.get(self.kind, 600.0)
+        return {Kind.AOTI: 900.0, Kind.AOTI_CPP: 900.0, Kind.EAGER: 300.0, Kind.SUBSYSTEM: 300.0}.get(self.kind, 600.0)
 
 
 # Relative cost of a cell by kind, from the GPU runs' medians: the matrix schedules the costliest cells
-# first, so no worker starts an AOTInductor build while the others have run out of work.
-_COST = {Kind.AOTI: 50.0, Kind.TRAIN: 3.0, Kind.COMPILE: 2.5, Kind.EAGER: 1.0, Kind.EXPORT: 0.7, Kind.SUBSYSTEM: 0.5}
+# first, so no worker starts an AOTInductor build while the others have run out of work. A C++ runtime
+# cell usually runs the package its Python twin built, so it comes right after them.
+_COST = {Kind.AOTI: 50.0, Kind.AOTI_CPP: 10.0, Kind.TRAIN: 3.0, Kind.COMPILE: 2.5, Kind.EAGER: 1.0, Kind.EXPORT: 0.7, Kind.SUBSYSTEM: 0.5}
 
 _KINDS = {
     Path.EAGER: Kind.EAGER,
@@ -86,6 +94,8 @@ _KINDS = {
     Path.EXPORT_NONSTRICT: Kind.EXPORT,
     Path.AOTI_STRICT: Kind.AOTI,
     Path.AOTI_NONSTRICT: Kind.AOTI,
+    Path.AOTI_CPP_STRICT: Kind.AOTI_CPP,
+    Path.AOTI_CPP_NONSTRICT: Kind.AOTI_CPP,
     Path.TRAIN_EAGER: Kind.TRAIN,
     Path.TRAIN_COMPILE_FULLGRAPH: Kind.TRAIN,
     Path.TRAIN_COMPILE_DEFAULT: Kind.TRAIN,
@@ -104,6 +114,8 @@ _TITLES = {
     Path.EXPORT_NONSTRICT: "torch.export(strict=False)",
     Path.AOTI_STRICT: "AOTInductor (from strict export)",
     Path.AOTI_NONSTRICT: "AOTInductor (from non-strict export)",
+    Path.AOTI_CPP_STRICT: "AOTInductor run from C++, no Python (strict export)",
+    Path.AOTI_CPP_NONSTRICT: "AOTInductor run from C++, no Python (non-strict export)",
     Path.TRAIN_EAGER: "training, eager",
     Path.TRAIN_COMPILE_FULLGRAPH: "training, torch.compile(fullgraph=True)",
     Path.TRAIN_COMPILE_DEFAULT: "training, torch.compile",
@@ -151,6 +163,7 @@ def build(
     on_stage: Callable[[Stage], None],
     observer: GraphObserver | None = None,
     batched: tuple[bool, ...] | None = None,
+    shared: Shared | None = None,
 ) -> Callable[..., Any]:
     """Turn `fn` into what runs on this path, doing every ahead-of-time step now.
 
@@ -169,32 +182,72 @@ def build(
         call(compiled, example_inputs)
         return compiled
 
-    on_stage(Stage.EXPORT)
-    try:
-        exported = torch.export.export(
-            _Program(fn),
-            example_inputs,
-            dynamic_shapes=dynamic_batch(example_inputs, max_batch, batched),
-            strict=path.strict,
-        )
-    except Exception as exc:
-        raise StageFailure(Stage.EXPORT, exc) from exc
-    if observer is not None:
-        observer.record(exported.graph)
-    if kind is Kind.EXPORT:
-        return exported.module()
+    def export() -> torch.export.ExportedProgram:
+        on_stage(Stage.EXPORT)
+        try:
+            exported = torch.export.export(
+                _Program(fn), example_inputs, dynamic_shapes=dynamic_batch(example_inputs, max_batch, batched), strict=path.strict
+            )
+        except Exception as exc:
+            raise StageFailure(Stage.EXPORT, exc) from exc
+        if observer is not None:
+            observer.record(exported.graph)
+        return exported
 
-    on_stage(Stage.AOT_COMPILE)
-    package = os.path.join(workdir, f"{label}.pt2")
-    try:
-        package = torch._inductor.aoti_compile_and_package(exported, package_path=package)
-    except Exception as exc:
-        raise StageFailure(Stage.AOT_COMPILE, exc) from exc
+    def package() -> str:
+        exported = export()
+        on_stage(Stage.AOT_COMPILE)
+        try:
+            return torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(workdir, f"{label}.pt2"))
+        except Exception as exc:
+            raise StageFailure(Stage.AOT_COMPILE, exc) from exc
+
+    if kind is Kind.EXPORT:
+        return export().module()
+    if kind is Kind.AOTI_CPP:
+        on_stage(Stage.CPP_BUILD)  # first: without a runner, building the package would be wasted
+        try:
+            runner = cpp_runtime.executable(shared.caches if shared else workdir)
+        except cpp_runtime.BuildFailure as exc:
+            raise StageFailure(Stage.CPP_BUILD, exc) from exc
+    built = _shared_package(package, shared, observer) if shared else package()
     on_stage(Stage.AOT_LOAD)
     try:
-        return torch._inductor.aoti_load_package(package)
+        if kind is Kind.AOTI_CPP:
+            device = next(str(x.device) for x in example_inputs if isinstance(x, torch.Tensor))
+            return cpp_runtime.CppPackage(runner, built, device, workdir)
+        return torch._inductor.aoti_load_package(built)
     except Exception as exc:
         raise StageFailure(Stage.AOT_LOAD, exc) from exc
+
+
+@dataclasses.dataclass(frozen=True)
+class Shared:
+    """Where a run's processes share what they build: `packages`, fresh for every run, holds each
+    AOTInductor package under `key` (case, style, export mode, dtype), so the Python and the C++ runtime
+    cells build it once; `caches` (reused with --cache-dir) holds the C++ runner."""
+
+    packages: str
+    caches: str
+    key: str
+
+
+def _shared_package(make: Callable[[], str], shared: Shared, observer: GraphObserver | None) -> str:
+    """The first cell of a key builds the package while the other waits; the other takes it, with the
+    operators its graphs held. A failed build is not shared: each cell meets its own failure."""
+    os.makedirs(shared.packages, exist_ok=True)
+    package, targets = (os.path.join(shared.packages, shared.key + ext) for ext in (".pt2", ".targets.json"))
+    with cpp_runtime.locked(os.path.join(shared.packages, shared.key + ".lock")):
+        if not os.path.exists(package):
+            built = make()
+            with open(targets, "w") as f:
+                json.dump(sorted(observer.targets) if observer else [], f)
+            shutil.copyfile(built, package + ".part")
+            os.replace(package + ".part", package)  # whole or absent, even if this process dies
+        elif observer is not None:
+            with open(targets) as f:
+                observer.targets.update(json.load(f))
+    return package
 
 
 def call(artifact: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:

@@ -107,6 +107,13 @@ def run_caches(config: pytest.Config) -> str:
     return config.pluginmanager.get_plugin("tcm-controller").run_caches
 
 
+def run_packages(config: pytest.Config) -> str:
+    """Where this run's AOTInductor packages are shared between its runners: always fresh, never the
+    reused --cache-dir (a package from another run must not stand in for this run's build)."""
+    fresh = config.workerinput["tcm_run_caches"] if hasattr(config, "workerinput") else config.pluginmanager.get_plugin("tcm-controller").run_caches
+    return os.path.join(fresh, "aoti-packages")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short."""
     cases = registry.load(case_specs(config)).cases
@@ -155,7 +162,8 @@ def run_cell(cell_runner: Runner, pytestconfig: pytest.Config, request: pytest.F
     profile = PROFILES[profile_name(pytestconfig)]
 
     def run(cell: Cell) -> CellResult:
-        settings = Settings(**profile, workdir=cell_runner.workdir, perf=pytestconfig.getoption("perf"))
+        settings = Settings(**profile, workdir=cell_runner.workdir, perf=pytestconfig.getoption("perf"),
+                            packages=run_packages(pytestconfig), caches=run_caches(pytestconfig))
         timeout = pytestconfig.getoption("cell_timeout") or cell.path.timeout_s
         result = cell_runner.run(cell, settings, timeout)
         result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")

@@ -75,7 +75,8 @@ def _environment_lines(results: Results) -> list[str]:
     lines += [
         f"- device: {device}",
         f"- torch {fp.get('torch')}, triton {fp.get('triton')}, Python {fp.get('python')}",
-        f"- C++ compiler: CXX={cxx.get('CXX')!s}, resolved `{cxx.get('path') or cxx.get('resolved')}` ({cxx.get('version')})",
+        f"- C++ compiler: CXX={cxx.get('CXX')!s}, resolved `{cxx.get('path') or cxx.get('resolved')}` ({cxx.get('version')}); "
+        f"{fp.get('cmake') or 'no CMake'} for the C++ runtime's runner",
         f"- hypothesis profile `{fp.get('hypothesis', {}).get('profile')}`: "
         f"{fp.get('hypothesis', {}).get('max_examples')} examples a cell, derandomize={fp.get('hypothesis', {}).get('derandomize')}",
         f"- commit {str((fp.get('git') or {}).get('commit'))[:12]}{' (dirty)' if (fp.get('git') or {}).get('dirty') else ''}, "

@@ -43,6 +43,12 @@ ROWS = (
         traces_into=True,
     ),
     Row("Supports AOTInductor", (Path.AOTI_STRICT, Path.AOTI_NONSTRICT), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}),
+    # The same claim, for a package deployed where there is no Python (a C++ server).
+    Row(
+        "Supports AOTInductor, run from C++ without Python",
+        (Path.AOTI_CPP_STRICT, Path.AOTI_CPP_NONSTRICT),
+        {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"},
+    ),
     Row(
         "Supports PyTorch subsystems (FlopCounterMode, CPU fallback, tensor subclasses)",
         (Path.FLOP_COUNTER, Path.CPU_FALLBACK, Path.TENSOR_SUBCLASS),

@@ -1,0 +1,180 @@
+"""AOTInductor's C++ runtime: a small C++ program, built against the installed torch, that loads a package
+and runs it with no Python in the process, as a C++ server would.
+
+A package that still calls back into Python (a custom_op whose implementation is a Python function) loads
+in Python with `aoti_load_package` but not here: only this runtime tells the truth for deployment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import weakref
+from typing import Any, Iterator
+
+import torch
+
+SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp")
+BUILD_TIMEOUT_S = 900.0
+
+
+class BuildFailure(Exception):
+    """The runner could not be built here: the environment's fault, shown with the first error line."""
+
+
+class RuntimeFailure(Exception):
+    """The package failed in the C++ runtime: it did not load, a call raised, or the process died."""
+
+
+def _compiler() -> tuple[str, str]:
+    """The compiler AOTInductor uses (so the runner and the packages agree), and its version line."""
+    from harness import fingerprint
+
+    found = fingerprint.compiler()
+    return found.get("path") or found.get("resolved") or "c++", found.get("version") or "unknown"
+
+
+def _key(compiler: str, version: str) -> str:
+    digest = hashlib.sha256(f"{torch.__version__}\n{compiler}\n{version}\n".encode())
+    for name in sorted(os.listdir(SOURCE_DIR)):
+        with open(os.path.join(SOURCE_DIR, name), "rb") as f:
+            digest.update(name.encode() + f.read())
+    return digest.hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def locked(path: str) -> Iterator[None]:
+    """An exclusive lock between the run's processes; the OS drops it if its holder dies."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def first_error_line(output: str) -> str:
+    """The compiler's (or CMake's) first error; CMake puts the reason on the line after "CMake Error at ...:"."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for n, line in enumerate(lines):
+        if "error" in line.lower():
+            if line.endswith(":") and n + 1 < len(lines):
+                line = f"{line} {lines[n + 1]}"
+            return line[:300]
+    return (lines[-1] if lines else "no output")[:300]
+
+
+def executable(cache_dir: str) -> str:
+    """The runner, built once per torch version, compiler and source under `cache_dir` (the first process
+    to need it builds it while the others wait). A failed build is recorded, so it fails once a run."""
+    compiler, version = _compiler()
+    root = os.path.join(cache_dir, "aoti-runner", _key(compiler, version))
+    os.makedirs(root, exist_ok=True)
+    exe, failed = os.path.join(root, "build", "aoti_runner"), os.path.join(root, "FAILED")
+    with locked(os.path.join(root, "lock")):
+        if os.path.exists(exe):
+            return exe
+        if os.path.exists(failed):
+            with open(failed) as f:
+                raise BuildFailure(f.read())
+        try:
+            _build(root, compiler)
+        except BuildFailure as exc:
+            with open(failed, "w") as f:
+                f.write(str(exc))
+            raise
+    return exe
+
+
+def _build(root: str, compiler: str) -> None:
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        raise BuildFailure("cmake not found: install CMake (e.g. pip install cmake) to build the C++ runtime's runner")
+    build = os.path.join(root, "build")
+    log = os.path.join(root, "build.log")
+    steps = [
+        [cmake, "-S", SOURCE_DIR, "-B", build, f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+         f"-DCMAKE_CXX_COMPILER={compiler}", "-DCMAKE_BUILD_TYPE=Release"],
+        [cmake, "--build", build, "-j", str(os.cpu_count() or 1)],
+    ]
+    with open(log, "w") as out:
+        for step in steps:
+            try:
+                done = subprocess.run(step, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False)
+            except subprocess.TimeoutExpired:
+                raise BuildFailure(f"building the C++ runner took over {BUILD_TIMEOUT_S:.0f} s") from None
+            out.write(f"$ {' '.join(step)}\n{done.stdout}{done.stderr}\n")
+            if done.returncode != 0:
+                raise BuildFailure(f"building the C++ runner failed ({os.path.basename(compiler)}): "
+                                   f"{first_error_line(done.stderr + done.stdout)} (log: {log})")
+
+
+class CppPackage:
+    """A package loaded by the runner in a process of its own; calling it sends the tensors there.
+
+    Like `aoti_load_package`'s model, it takes the flattened tensor inputs (non-tensor inputs were traced
+    as constants) and returns the flat outputs. In-place writes made by the package are copied back into
+    the caller's tensors, so mutation is checked as on every other path.
+    """
+
+    def __init__(self, exe: str, package: str, device: str, workdir: str):
+        self.device = device
+        self.dir = tempfile.mkdtemp(prefix="aoti-cpp-", dir=workdir)
+        self.stderr = open(os.path.join(self.dir, "stderr.log"), "w+")
+        self.proc = subprocess.Popen([exe, package, device], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, text=True, start_new_session=True)
+        self._finalizer = weakref.finalize(self, _stop, self.proc, self.stderr)
+        answer = self._answer()
+        if answer != "loaded":
+            raise RuntimeFailure(answer.removeprefix("error ") or "the C++ runner printed nothing")
+        self.calls = 0
+
+    def _answer(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if line:
+            return line.strip()
+        code = self.proc.wait(timeout=30)
+        died = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        self.stderr.seek(0)
+        tail = [line.strip() for line in self.stderr.read().splitlines() if line.strip()][-1:]
+        raise RuntimeFailure(f"the C++ runner died ({died})" + (f": {tail[0][:300]}" if tail else ""))
+
+    def __call__(self, *inputs: Any) -> list[torch.Tensor | None] | None:
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        self.calls += 1
+        sent, received = (os.path.join(self.dir, f"{self.calls}.{part}.pt") for part in ("in", "out"))
+        torch.save([t.detach().cpu() for t in tensors], sent)
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(f"{sent} {received}\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: _answer says how
+        answer = self._answer()
+        if answer != "ok":
+            raise RuntimeFailure(answer.removeprefix("error "))
+        outputs, after = torch.load(received, weights_only=False)  # written by our runner: torch::pickle_save
+        with torch.no_grad():
+            for tensor, written in zip(tensors, after):
+                tensor.copy_(written)
+        if all(out is None for out in outputs):
+            return None  # the program returns nothing (an in-place case), as aoti_load_package's model does
+        return [None if out is None else out.to(self.device) for out in outputs]
+
+
+def _stop(proc: subprocess.Popen, stderr: Any) -> None:
+    if proc.poll() is None:
+        try:
+            proc.stdin.close()  # type: ignore[union-attr]
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+    stderr.close()

@@ -1,0 +1,53 @@
+"""AOTInductor's C++ runtime: its runner is built once and a failed build is named by its first error;
+a package runs in a process with no Python, shared with the Python runtime's cell of the same key; a
+package that calls back into Python fails there."""
+
+import os
+
+import pytest
+
+from harness import cpp_runtime
+from harness.outcome import Outcome, Stage
+
+
+@pytest.fixture(scope="module")
+def caches(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("caches"))  # one runner build for the module's tests
+
+
+def test_a_failed_build_is_named_by_its_first_error_and_not_retried(tmp_path, monkeypatch):
+    monkeypatch.setattr(cpp_runtime, "_compiler", lambda: ("/bin/false", "a compiler that always fails"))
+    with pytest.raises(cpp_runtime.BuildFailure, match=r"building the C\+\+ runner failed \(false\): CMake Error") as first:
+        cpp_runtime.executable(str(tmp_path))
+    monkeypatch.setattr(cpp_runtime, "_build", lambda *args: pytest.fail("built again after a recorded failure"))
+    with pytest.raises(cpp_runtime.BuildFailure) as again:
+        cpp_runtime.executable(str(tmp_path))
+    assert str(again.value) == str(first.value)
+
+
+def test_first_error_line_takes_cmakes_reason_from_the_next_line():
+    output = "-- configuring\nCMake Error at CMakeLists.txt:3 (project):\n  No CMAKE_CXX_COMPILER could be found.\n"
+    assert cpp_runtime.first_error_line(output) == "CMake Error at CMakeLists.txt:3 (project): No CMAKE_CXX_COMPILER could be found."
+    assert cpp_runtime.first_error_line("a.cpp:1:1: error: 'x' was not declared\nmore") == "a.cpp:1:1: error: 'x' was not declared"
+
+
+def test_a_package_runs_from_cpp_and_one_that_calls_python_fails_there(run_planted, planted_runner, caches, tmp_path):
+    shared = dict(caches=caches, packages=str(tmp_path / "packages"))
+    control = run_planted("planted_ok", wrapping="control", path="aoti_cpp_strict", **shared)
+    assert control.outcome is Outcome.PASS, control.message
+    assert control.examples_run > 1
+
+    custom = run_planted("planted_ok", wrapping="custom_op", path="aoti_cpp_strict", **shared)
+    assert custom.outcome is Outcome.FAIL and custom.stage in (Stage.AOT_LOAD, Stage.RUN), custom
+    assert "planted_ok" in custom.message, custom.message  # the operator the package cannot find without Python
+
+    # The Python runtime's cell of the same key loads the package the C++ cell built, and passes: the
+    # package calls back into the Python implementation.
+    in_python = run_planted("planted_ok", wrapping="custom_op", path="aoti_strict", **shared)
+    assert in_python.outcome is Outcome.PASS, in_python.message
+    built = {name for name in os.listdir(planted_runner.workdir) if name.endswith(".pt2")}
+    assert "planted_ok-custom_op-aoti_cpp_strict-float32.pt2" in built
+    assert "planted_ok-custom_op-aoti_strict-float32.pt2" not in built
+    assert sorted(os.listdir(shared["packages"])) == [
+        f"planted_ok-{w}-strict-float32{ext}" for w in ("control", "custom_op") for ext in (".lock", ".pt2", ".targets.json")
+    ]
