@@ -132,7 +132,7 @@ class CppPackage:
         self._finalizer = weakref.finalize(self, _stop, self.proc, self.stderr)
         answer = self._answer()
         if answer != "loaded":
-            raise RuntimeFailure(answer.removeprefix("error ") or "the C++ runner printed nothing")
+            raise RuntimeFailure(_message(answer) or "the C++ runner printed nothing")
         self.calls = 0
 
     def _answer(self) -> str:
@@ -159,7 +159,7 @@ class CppPackage:
             pass  # it died: _answer says how
         answer = self._answer()
         if answer != "ok":
-            raise RuntimeFailure(answer.removeprefix("error "))
+            raise RuntimeFailure(_message(answer))
         outputs, after = torch.load(received, weights_only=False)  # written by our runner: torch::pickle_save
         with torch.no_grad():
             for tensor, written in zip(tensors, after):
@@ -167,6 +167,10 @@ class CppPackage:
         if all(out is None for out in outputs):
             return None  # the program returns nothing (an in-place case), as aoti_load_package's model does
         return [None if out is None else out.to(self.device) for out in outputs]
+
+
+def _message(answer: str) -> str:
+    return answer.removeprefix("error ").replace("\\n", "\n")  # the runner sends newlines as \n
 
 
 def _stop(proc: subprocess.Popen, stderr: Any) -> None:

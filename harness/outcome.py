@@ -20,11 +20,11 @@ class Outcome(str, enum.Enum):
 class Stage(str, enum.Enum):
     SETUP = "setup"  # loading the case and making inputs
     WRAP = "wrap"
+    CPP_BUILD = "cpp_build"  # building the C++ runtime's runner, before the package it will run
     COMPILE = "compile"  # Dynamo trace and Inductor compile
     EXPORT = "export"
     AOT_COMPILE = "aot_compile"
     AOT_LOAD = "aot_load"
-    CPP_BUILD = "cpp_build"  # building the C++ runtime's runner
     RUN = "run"
     REFERENCE = "reference"
 

@@ -19,8 +19,12 @@
 
 namespace {
 
+// The whole message on one line of the protocol: newlines travel as the two characters \n.
 std::string one_line(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
+  std::string line;
+  for (char c : text) {
+    line += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
   return line.empty() ? "(no message)" : line;
 }
 

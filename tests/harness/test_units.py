@@ -126,6 +126,15 @@ def test_environment_blame_needs_the_control_to_fail_no_later_than_the_cell():
     assert "**FAILS (1/1): path broken here**: CRASH @aot_load" in chart
     assert "n/a: environment; 1 env: control fails too" in chart
 
+    # A C++ runner that cannot be built fails every cell of its rows first, the control's too.
+    cpp = [
+        _result("add-control-aoti_cpp_strict", Outcome.FAIL, Stage.CPP_BUILD),
+        _result("add-custom_op-aoti_cpp_strict", Outcome.FAIL, Stage.CPP_BUILD),
+        _result("add-triton_op-aoti_cpp_strict", Outcome.FAIL, Stage.WRAP),
+    ]
+    blame_environment(cpp)
+    assert [c.blamed_on for c in cpp] == [None, "add-control-aoti_cpp_strict", None]  # wrapping fails before the build
+
 
 def test_support_chart_counts_yes_no_partial():
     cells = [
