@@ -70,13 +70,16 @@ def first_error_line(output: str) -> str:
     return (lines[-1] if lines else "no output")[:300]
 
 
-def executable(cache_dir: str) -> str:
+def executable(cache_dir: str, run_dir: str) -> str:
     """The runner, built once per torch version, compiler and source under `cache_dir` (the first process
-    to need it builds it while the others wait). A failed build is recorded, so it fails once a run."""
+    to need it builds it while the others wait). A failed build is recorded in `run_dir`, this run's own,
+    so it is tried once a run: a later run (after installing CMake, say) tries again."""
     compiler, version = _compiler()
-    root = os.path.join(cache_dir, "aoti-runner", _key(compiler, version))
+    key = _key(compiler, version)
+    root = os.path.join(cache_dir, "aoti-runner", key)
     os.makedirs(root, exist_ok=True)
-    exe, failed = os.path.join(root, "build", "aoti_runner"), os.path.join(root, "FAILED")
+    os.makedirs(run_dir, exist_ok=True)
+    exe, failed = os.path.join(root, "build", "aoti_runner"), os.path.join(run_dir, f"aoti-runner-{key}.FAILED")
     with locked(os.path.join(root, "lock")):
         if os.path.exists(exe):
             return exe

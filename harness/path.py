@@ -207,7 +207,7 @@ def build(
     if kind is Kind.AOTI_CPP:
         on_stage(Stage.CPP_BUILD)  # first: without a runner, building the package would be wasted
         try:
-            runner = cpp_runtime.executable(shared.caches if shared else workdir)
+            runner = cpp_runtime.executable(shared.caches, shared.packages) if shared else cpp_runtime.executable(workdir, workdir)
         except cpp_runtime.BuildFailure as exc:
             raise StageFailure(Stage.CPP_BUILD, exc) from exc
     built = _shared_package(package, shared, observer) if shared else package()

@@ -15,14 +15,21 @@ def caches(tmp_path_factory):
     return str(tmp_path_factory.mktemp("caches"))  # one runner build for the module's tests
 
 
-def test_a_failed_build_is_named_by_its_first_error_and_not_retried(tmp_path, monkeypatch):
+def test_a_failed_build_is_named_by_its_first_error_and_tried_once_a_run(tmp_path, monkeypatch):
     monkeypatch.setattr(cpp_runtime, "_compiler", lambda: ("/bin/false", "a compiler that always fails"))
+    caches, run = str(tmp_path / "caches"), str(tmp_path / "run")
     with pytest.raises(cpp_runtime.BuildFailure, match=r"building the C\+\+ runner failed \(false\): CMake Error") as first:
-        cpp_runtime.executable(str(tmp_path))
-    monkeypatch.setattr(cpp_runtime, "_build", lambda *args: pytest.fail("built again after a recorded failure"))
+        cpp_runtime.executable(caches, run)
+    real_build = cpp_runtime._build
+    monkeypatch.setattr(cpp_runtime, "_build", lambda *args: pytest.fail("built again in the same run"))
     with pytest.raises(cpp_runtime.BuildFailure) as again:
-        cpp_runtime.executable(str(tmp_path))
+        cpp_runtime.executable(caches, run)
     assert str(again.value) == str(first.value)
+    tried = []
+    monkeypatch.setattr(cpp_runtime, "_build", lambda *args: tried.append(args) or real_build(*args))
+    with pytest.raises(cpp_runtime.BuildFailure, match="CMake Error"):
+        cpp_runtime.executable(caches, str(tmp_path / "next-run"))  # a new run, the same caches
+    assert len(tried) == 1  # it tried again
 
 
 def test_first_error_line_takes_cmakes_reason_from_the_next_line():
