@@ -80,6 +80,31 @@ class Path(str, enum.Enum):
         return {Kind.AOTI: 900.0, Kind.AOTI_CPP: 900.0, Kind.EAGER: 300.0, Kind.SUBSYSTEM: 300.0}.get(self.kind, 600.0)
 
 
+def parse_timeouts(values: list[str]) -> dict[str, float]:
+    """`--cell-timeout` values: "S" for every cell, or "ROW=S" with ROW a path (aoti_strict) or a kind
+    (aoti: both AOTInductor rows). Raises ValueError naming what to fix."""
+    names = {p.value for p in Path} | {k.value for k in Kind}
+    chosen: dict[str, float] = {}
+    for value in values:
+        row, _, seconds = value.rpartition("=")
+        if row and row not in names:
+            raise ValueError(f"--cell-timeout {value!r}: unknown row {row!r}; give a path ({', '.join(p.value for p in Path)}) "
+                             f"or a kind ({', '.join(k.value for k in Kind)})")
+        try:
+            chosen[row or "*"] = float(seconds)
+        except ValueError:
+            raise ValueError(f"--cell-timeout {value!r}: {seconds!r} is not a number of seconds") from None
+    return chosen
+
+
+def timeout_for(path: Path, chosen: dict[str, float]) -> float:
+    """A cell's limit: its path's, else its kind's, else every cell's, else the path's default."""
+    for name in (path.value, path.kind.value, "*"):
+        if name in chosen:
+            return chosen[name]
+    return path.timeout_s
+
+
 # Relative cost of a cell by kind, from the GPU runs' medians: the matrix schedules the costliest cells
 # first, so no worker starts an AOTInductor build while the others have run out of work. A C++ runtime
 # cell usually runs the package its Python twin built, so it comes right after them.

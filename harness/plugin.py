@@ -21,6 +21,7 @@ from harness.cell import Cell, Settings, all_cells
 from harness.cell import cost as cell_cost
 from harness.inputs import DEFAULT_PROFILE, PROFILES
 from harness.outcome import CellResult, Outcome
+from harness.path import parse_timeouts, timeout_for
 from harness.runner import INDUCTOR_CACHE, Runner, runner_env, runner_threads
 
 RESULT_PROPERTY = "tcm_result"
@@ -35,7 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--report-dir", default="reports", help="where SUPPORT.md, MATRIX.md and results.json go (default: reports)")
     group.addoption("--matrix-profile", default=None, choices=sorted(PROFILES),
                     help=f"how many hypothesis examples a cell checks (default: {DEFAULT_PROFILE}, or ci when CI is set)")
-    group.addoption("--cell-timeout", type=float, default=None, help="seconds a cell may take (default: per path)")
+    group.addoption("--cell-timeout", action="append", default=[], metavar="[ROW=]S",
+                    help="seconds a cell may take: S for every cell, ROW=S for a path or kind (aoti=1800); repeatable")
     group.addoption("--cells-per-process", type=int, default=0,
                     help="replace the runner process after this many cells (1: a fresh process per cell; 0: only after a fault)")
     group.addoption("--cache-dir", default=None, metavar="DIR",
@@ -74,6 +76,10 @@ def case_specs(config: pytest.Config) -> list[str]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    try:
+        parse_timeouts(config.getoption("cell_timeout"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     if config.getoption("perf") and (config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no"):
         raise pytest.UsageError("--perf times kernels: run it without -n (pytest --perf), so no other cell shares the GPU")
     if not hasattr(config, "workerinput"):
@@ -164,7 +170,7 @@ def run_cell(cell_runner: Runner, pytestconfig: pytest.Config, request: pytest.F
     def run(cell: Cell) -> CellResult:
         settings = Settings(**profile, workdir=cell_runner.workdir, perf=pytestconfig.getoption("perf"),
                             packages=run_packages(pytestconfig), caches=run_caches(pytestconfig))
-        timeout = pytestconfig.getoption("cell_timeout") or cell.path.timeout_s
+        timeout = timeout_for(cell.path, parse_timeouts(pytestconfig.getoption("cell_timeout")))
         result = cell_runner.run(cell, settings, timeout)
         result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         request.node.user_properties.append((RESULT_PROPERTY, result.to_json()))

@@ -253,3 +253,17 @@ def test_the_readmes_case_table_is_the_generated_one():
     row = next(line for line in copy.splitlines() if line.startswith("| `scaled_add`"))
     assert "(1..4096)" in row and "`repeat`: sampled_from([1, 2, 3])" in row and "traced with alpha=0.5, repeat=1" in row
     assert "(0..64, 0..300)" in next(line for line in copy.splitlines() if line.startswith("| `maybe_empty`"))
+
+
+def test_cell_timeouts_per_row_and_a_clear_error_for_an_unknown_row():
+    from harness.path import parse_timeouts, timeout_for
+
+    chosen = parse_timeouts(["120", "aoti=1800", "aoti_nonstrict=2400"])
+    assert timeout_for(Path.AOTI_NONSTRICT, chosen) == 2400  # the path beats its kind
+    assert timeout_for(Path.AOTI_STRICT, chosen) == 1800  # the kind beats every cell's
+    assert timeout_for(Path.EAGER, chosen) == 120
+    assert timeout_for(Path.AOTI_STRICT, {}) == Path.AOTI_STRICT.timeout_s == 900
+    with pytest.raises(ValueError, match="unknown row 'aoti_fast'; give a path \\(eager, "):
+        parse_timeouts(["aoti_fast=10"])
+    with pytest.raises(ValueError, match="'ten' is not a number of seconds"):
+        parse_timeouts(["eager=ten"])
