@@ -72,6 +72,10 @@ class Settings:
     derandomize: bool = True
     checked_batch_max: int = 4096  # exported artifacts are checked on batches up to this; --perf runs the benchmark batch
     dtypes_per_cell: int | None = None  # check only a case's first N testable dtypes (each dtype is a build)
+    # Examples a cell may run after its first failure (hypothesis generates on, then shrinks). Unbounded, a
+    # failing cell ran about 100 examples and up to two minutes, ending the matrix late; 20 more still find
+    # a small failing input.
+    shrink_examples: int = 20
     workdir: str = "."
     perf: bool = False  # time the artifact after a pass (harness.perf)
     packages: str | None = None  # this run's AOTInductor packages, shared by its Python and C++ runtime cells
@@ -138,11 +142,6 @@ def compare(case: Case, dtype: torch.dtype, expected: list[Any], actual: list[An
 
 SUBSYSTEM_OUTPUTS = {Path.FLOP_COUNTER: ["the flop count"], Path.TENSOR_SUBCLASS: ["the result's .a", "the result's .b"]}
 
-
-# Examples a cell may run after its first failure (hypothesis generates on, then shrinks). Unbounded, a
-# failing cell ran about 100 examples and up to two minutes, ending the matrix late; 20 more still find a
-# small failing input.
-SHRINK_EXAMPLES = 20
 
 def _example_strategy(case: Case, path: Path, checked_batch_max: int = Settings.checked_batch_max) -> st.SearchStrategy[Example]:
     if path is Path.OPCHECK:  # opcheck is slow and shape-blind: once per dtype
@@ -408,7 +407,7 @@ def _check(
             verify(case, cell, reference, artifact_for(ex.dtype), ex.dtype, inputs)
         except (StageFailure, Mismatch) as exc:
             if not failures:
-                shrink_until = result.examples_run + SHRINK_EXAMPLES
+                shrink_until = result.examples_run + config.shrink_examples
             failures.append((ex, exc))
             raise
 

@@ -26,9 +26,9 @@ def shapes(*max_sizes: int, min_size: int = 1) -> st.SearchStrategy[tuple[int, .
 PROFILES = {
     "matrix": dict(max_examples=20, derandomize=True),
     # CI's run on the CPU interpreter: every cell, fewer and smaller inputs (the interpreter runs each
-    # program in numpy, so a batch of 4096 rows costs seconds) and one dtype (an AOTInductor package is
-    # built per dtype, and its C++ build is most of a CPU run).
-    "ci": dict(max_examples=2, derandomize=True, checked_batch_max=256, dtypes_per_cell=1),
+    # program in numpy, so a batch of 4096 rows costs seconds), one dtype (an AOTInductor package is
+    # built per dtype, and its C++ build is most of a CPU run) and a smaller search for the smallest failure.
+    "ci": dict(max_examples=2, derandomize=True, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5),
     "thorough": dict(max_examples=200, derandomize=True),
     "explore": dict(max_examples=50, derandomize=False),
 }
