@@ -7,6 +7,10 @@ they measured the same environment.
 `python -m harness diff OLD.json NEW.json [--out FILE]` compares two runs: exit 0 with no regressions,
 1 with regressions, 2 for bad input.
 
+`python -m harness repeat [--runs N] [--concurrent] [--out DIR] [PYTEST ARGS ...]` runs the matrix N times
+and compares the runs (`--results A.json B.json ...` compares runs already made): exit 0 when every cell
+is the same in every run, 1 when some differ (labelled flaky in the combined report), 2 for bad input.
+
 `python -m harness bench [--out FILE] [--report-dir DIR] [PYTEST ARGS ...]` runs the matrix with
 `pytest -n auto` and prints how fast it ran and what the harness itself cost.
 """
@@ -45,7 +49,9 @@ def merge(runs: list[tuple[str, Results]]) -> Results:
     fingerprint = dict(first.fingerprint)
     if rest:
         fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
-    return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing, missing=sorted(missing), wall_time_s=sum(wall) if wall else None)
+    stopped = "; ".join(f"{path}: {r.interrupted}" for path, r in runs if r.interrupted) or None
+    return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing, missing=sorted(missing),
+                   wall_time_s=sum(wall) if wall else None, interrupted=stopped if missing else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,11 +68,23 @@ def main(argv: list[str] | None = None) -> int:
     ben.add_argument("--out", help="also write the figures here")
     ben.add_argument("--report-dir", help="where the run's reports go (default: a temporary directory)")
     ben.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest (-n auto unless -n is given)")
+    rep_ = commands.add_parser("repeat", help="run the matrix N times and compare the runs cell by cell")
+    rep_.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
+    rep_.add_argument("--out", default="reports/repeat", help="where run-1..N, REPEAT.md and the combined reports go")
+    rep_.add_argument("--concurrent", action="store_true", help="run them at once, each on a GPU of its own, the cores split between them")
+    rep_.add_argument("--results", nargs="+", metavar="RESULTS_JSON", help="compare these runs instead of running the matrix")
+    rep_.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to each pytest run (-n auto unless -n is given)")
     cas = commands.add_parser("cases", help="print the cases as a table: what each tests, the inputs it draws")
     cas.add_argument("--cases", action="append", help="case modules or files, as for pytest --cases (default: the built-ins)")
     args = parser.parse_args(argv)
     if args.command == "cases":
         return _cases(args.cases)
+    if args.command == "repeat":
+        from harness import repeat
+
+        if args.results:
+            return repeat.compare_files(args.results, args.out)
+        return repeat.run(args.runs, args.out, args.pytest_args, args.concurrent)
     if args.command == "bench":
         from harness import bench
 

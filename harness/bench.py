@@ -139,14 +139,20 @@ def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(pytest_args: list[str], out: str | None = None, report_dir: str | None = None) -> int:
-    """Run the matrix as a user does and print its figures; exit as pytest did (2: no results)."""
-    report_dir = os.path.abspath(report_dir or tempfile.mkdtemp(prefix="tcm-bench-"))
+def matrix_command(pytest_args: list[str], report_dir: str) -> list[str]:
+    """The matrix as a user runs it (`pytest -n auto` unless the arguments choose -n), reports to report_dir."""
     if pytest_args[:1] == ["--"]:
         pytest_args = pytest_args[1:]
     if not any(a.startswith(("-n", "--numprocesses")) for a in pytest_args):
         pytest_args = ["-n", "auto", *pytest_args]
-    command = [sys.executable, "-m", "pytest", f"--report-dir={report_dir}", "-q", *pytest_args]
+    return [sys.executable, "-m", "pytest", f"--report-dir={os.path.abspath(report_dir)}", "-q", *pytest_args]
+
+
+def main(pytest_args: list[str], out: str | None = None, report_dir: str | None = None) -> int:
+    """Run the matrix as a user does and print its figures; exit as pytest did (2: no results)."""
+    report_dir = os.path.abspath(report_dir or tempfile.mkdtemp(prefix="tcm-bench-"))
+    command = matrix_command(pytest_args, report_dir)
+    pytest_args = command[command.index("-q") + 1:]
     print(f"running: {' '.join(shlex.quote(c) for c in command)}", flush=True)
     start = time.perf_counter()
     proc = subprocess.run(command)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import tempfile
+import threading
 import time
 from typing import Any
 
@@ -213,12 +215,23 @@ class MatrixController:
         self.collected: set[str] = set()
         self.started = time.time()
         self.run_caches = tempfile.mkdtemp(prefix="tcm-caches-")
+        self.stopped_by: str | None = None
+        self._sigterm: Any = None
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
+            self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
+
+    def _terminated(self, signum: int, frame: Any) -> None:
+        self.stopped_by = "SIGTERM"
+        raise KeyboardInterrupt("SIGTERM")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["tcm_run_caches"] = self.run_caches
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._sigterm is not None:
+            signal.signal(signal.SIGTERM, self._sigterm)
         shutil.rmtree(self.run_caches, ignore_errors=True)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -277,6 +290,7 @@ class MatrixController:
             missing=missing,
             wall_time_s=round(time.time() - self.started, 1),
             problems=[p.to_json() for p in problems],
+            interrupted=self._why_stopped(session) if missing else None,
         )
         from harness import vec_isa
 
@@ -294,11 +308,21 @@ class MatrixController:
             summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
             terminal.write_line(f"triton-compat-matrix: {len(results.cells)} cells ({summary}); wrote {', '.join(written)}")
             if missing:
-                terminal.write_line(f"triton-compat-matrix: INCOMPLETE, {len(missing)} cells never reported")
+                why = f" ({results.interrupted})" if results.interrupted else ""
+                terminal.write_line(f"triton-compat-matrix: INCOMPLETE{why}, {len(missing)} cells never reported", red=True)
             for problem in problems:
                 terminal.write_line(f"triton-compat-matrix: LEFT OUT {problem}", red=True)
             for note in baseline_notes:
                 terminal.write_line(f"triton-compat-matrix: {note}")
+
+    def _why_stopped(self, session: pytest.Session) -> str | None:
+        if self.stopped_by:
+            return self.stopped_by
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "interrupted (Ctrl-C)"
+        if session.shouldstop:
+            return f"stopped: {session.shouldstop}"
+        return None
 
     def _baseline(self, results: Any) -> list[str]:
         """With --accept, rewrite the baseline (keeping its flaky marks); say which baseline cells did not run."""

@@ -38,7 +38,11 @@ def blame_environment(cells: list[CellResult]) -> None:
 
 
 def label(cell: CellResult) -> str:
-    """A short outcome for a table cell."""
+    """A short outcome for a table cell; a cell whose outcome varies between runs says so."""
+    return _outcome_label(cell) + (" (flaky)" if cell.flaky else "")
+
+
+def _outcome_label(cell: CellResult) -> str:
     if cell.blamed_on:
         return f"env ({cell.outcome.value})"
     if cell.outcome is Outcome.PASS:
@@ -94,7 +98,9 @@ def _environment_lines(results: Results) -> list[str]:
         case = f" case `{problem['case']}`:" if problem.get("case") else ""
         lines.append(f"- **left out**, `{problem['module']}`:{case} {problem['message']}")
     if not results.complete:
-        lines.append(f"- **incomplete run**: {len(results.missing)} collected cells never reported: {', '.join(results.missing[:20])}")
+        why = f", {results.interrupted}" if results.interrupted else ""
+        lines.append(f"- **incomplete run{why}**: these reports hold the {len(results.cells)} cells that ran; "
+                     f"{len(results.missing)} collected cells never reported: {', '.join(results.missing[:20])}")
     return lines
 
 
@@ -245,6 +251,9 @@ def _support_entry(cells: list[CellResult], path: Path) -> str:
     notes = []
     if env:
         notes.append(f"{len(env)} env: control fails too")
+    flaky = [c for c in cells if c.flaky]
+    if flaky:
+        notes.append(f"{len(flaky)} flaky")
     errors = [c for c in cells if c.outcome is Outcome.ERROR]
     if errors:
         notes.append(f"{len(errors)} harness error")
@@ -313,7 +322,7 @@ def matrix(results: Results) -> str:
             grid[c.case][c.wrapping] = label(c) + (f", {ratio:.2f}x eager" if ratio is not None else "")
         rows = [[case, *[grid[case].get(w.value, "") for w in Wrapping]] for case in sorted(grid)]
         out.append(tabulate(rows, headers=["case", *[w.value for w in Wrapping]], tablefmt="github"))
-        details = [c for c in sorted(cells, key=lambda c: c.cell) if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings]
+        details = [c for c in sorted(cells, key=lambda c: c.cell) if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky]
         if details:
             out += ["", tabulate([_detail(c) for c in details], headers=["cell", "outcome", "error (first line)", "smallest failing example"], tablefmt="github")]
     out.append("")
@@ -330,6 +339,8 @@ def _detail(cell: CellResult) -> list[str]:
         error += f" ({cell.mismatched})"
     if cell.blamed_on:
         error = f"control {cell.blamed_on} fails too. {error}"
+    if cell.flaky:
+        error = f"FLAKY, {cell.flaky}. This run: {error}"
     return [f"`{cell.cell}`", label(cell), _cell_text(error), _cell_text(cell.example or "")]
 
 
@@ -338,11 +349,13 @@ def _cell_text(text: str) -> str:
 
 
 def write(results: Results, directory: str) -> list[str]:
-    """Write the three reports; each file is replaced atomically."""
+    """Write the three reports. All three are rendered before any is replaced, and each is replaced
+    atomically: an interruption leaves the old set or the new one (a file is never half-written)."""
     blame_environment(results.cells)
+    texts = {"results.json": results_file.dumps(results), "MATRIX.md": matrix(results), "SUPPORT.md": support_chart(results)}
     os.makedirs(directory, exist_ok=True)
-    paths = [os.path.join(directory, name) for name in ("results.json", "MATRIX.md", "SUPPORT.md")]
-    results_file.save(results, paths[0])
-    results_file.write_atomic(paths[1], matrix(results))
-    results_file.write_atomic(paths[2], support_chart(results))
+    paths = []
+    for name, text in texts.items():
+        paths.append(os.path.join(directory, name))
+        results_file.write_atomic(paths[-1], text)
     return paths

@@ -28,12 +28,14 @@ class Results:
     wall_time_s: float | None = None
     # Case modules and cases left out, each {"module", "case", "message"} (harness.registry.CaseProblem).
     problems: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: str | None = None  # why the run stopped before every cell ran (Ctrl-C, SIGTERM)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "version": VERSION,
             "complete": self.complete,
+            "interrupted": self.interrupted,
             "missing": self.missing,
             "wall_time_s": self.wall_time_s,
             "problems": self.problems,
@@ -59,8 +61,12 @@ def write_atomic(path: str, text: str) -> None:
         raise
 
 
+def dumps(results: Results) -> str:
+    return json.dumps(results.to_json(), indent=1, sort_keys=False) + "\n"
+
+
 def save(results: Results, path: str) -> None:
-    write_atomic(path, json.dumps(results.to_json(), indent=1, sort_keys=False) + "\n")
+    write_atomic(path, dumps(results))
 
 
 def load(path: str) -> Results:
@@ -92,6 +98,7 @@ def load(path: str) -> Results:
             missing=data["missing"],
             wall_time_s=data.get("wall_time_s"),
             problems=data.get("problems", []),
+            interrupted=data.get("interrupted"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{path}: malformed results: {type(exc).__name__}: {exc}") from None

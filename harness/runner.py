@@ -317,7 +317,24 @@ def _memory_after(device: str, allocated_before: float | None) -> Memory:
     return memory
 
 
+def _exit_with_parent(poll_s: float = 1.0) -> None:
+    """End this process when the pytest worker that started it is gone (killed, or its controller was):
+    a runner sits in its own session, so no signal reaches it, and a kernel spinning on the GPU would
+    otherwise outlive the run and hold the device."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(4)
+
+    threading.Thread(target=watch, name="tcm-parent-watch", daemon=True).start()
+
+
 def main(case_modules: list[str]) -> None:
+    _exit_with_parent()
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything printed by kernels or PyTorch goes to the log, not the protocol
     sys.stdout = os.fdopen(1, "w", buffering=1)

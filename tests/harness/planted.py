@@ -45,6 +45,13 @@ def read_far_out_of_bounds_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constex
 
 
 @triton.jit
+def spin_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    # Waits for the first input to reach 1e30, which it never does: the kernel spins until killed.
+    while tl.load(in_ptr, volatile=True) < 1e30:
+        pass
+
+
+@triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, K: tl.constexpr, N: tl.constexpr, BLOCK_M: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     ks = tl.arange(0, K)
@@ -139,7 +146,26 @@ def _segfault():
 
 
 def _hang():
+    marker = os.environ.get("TCM_PLANTED_HANGING")
+    if marker:  # tells a test that the run is now stuck in this cell
+        open(marker, "w").close()
     time.sleep(3600)
+
+
+def _exhaust_memory(x: torch.Tensor) -> None:
+    """Allocate past the device's memory: on a GPU chunk by chunk until it is full (the chunks die with
+    the exception), on CPU one allocation larger than any host has."""
+    if not x.is_cuda:
+        torch.empty(1 << 44, dtype=torch.uint8)
+    chunk = torch.cuda.get_device_properties(x.device).total_memory // 16
+    held = []
+    while True:
+        held.append(torch.empty(chunk, dtype=torch.uint8, device=x.device))
+
+
+def _launch_after_exhausting_memory(k, x: torch.Tensor) -> torch.Tensor:
+    _exhaust_memory(x)
+    return _launch_with("copy_kernel")(k, x)
 
 
 def _kill_pytest_worker():
@@ -155,6 +181,8 @@ CASES = [
     _planted("planted_segfault", copy_kernel, _copy_then(_segfault)),
     _planted("planted_abort", copy_kernel, _copy_then(os.abort)),
     _planted("planted_hang", copy_kernel, _copy_then(_hang)),
+    _planted("planted_spins", spin_kernel, _launch_with("spin_kernel")),
+    _planted("planted_out_of_memory", copy_kernel, _launch_after_exhausting_memory),
     _planted("planted_kills_worker", copy_kernel, _copy_then(_kill_pytest_worker)),
     _planted("planted_illegal_address", read_far_out_of_bounds_kernel, _launch_with("read_far_out_of_bounds_kernel")),
     _planted("planted_faults_then_raises", read_far_out_of_bounds_kernel, _launch_then_raise("read_far_out_of_bounds_kernel")),

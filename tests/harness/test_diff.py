@@ -108,3 +108,31 @@ def test_the_committed_upgrade_diffs_are_what_the_committed_runs_give(tmp_path, 
         os.chdir(cwd)
     with open(os.path.join(upgrade, f"diff-{old}-to-3.9.0.md")) as f:
         assert out.read_text() == f.read()
+
+
+def test_repeated_runs_that_agree_report_no_differences(tmp_path, real_run, capsys):
+    runs = [write(tmp_path, f"run-{n}.json", real_run) for n in (1, 2, 3)]
+    assert cli(["repeat", "--results", *runs, "--out", str(tmp_path / "repeat")]) == 0
+    text = (tmp_path / "repeat" / "REPEAT.md").read_text()
+    assert f"**0 cells differ across the 3 runs**, {len(real_run['cells'])} are the same in every run" in text
+    assert "(flaky)" not in (tmp_path / "repeat" / "MATRIX.md").read_text()
+
+
+def test_a_cell_that_differs_between_runs_is_labelled_flaky_with_each_runs_outcome(tmp_path, real_run, capsys):
+    second = json.loads(json.dumps(real_run))
+    cell(second, "add-custom_op-eager").update(outcome="fail", stage="run", error_type="RuntimeError", message="planted: a race")
+    cell(second, "sin-raw-eager").update(message="another first line")  # same outcome: reworded, not a difference
+    second["cells"] = [c for c in second["cells"] if c["cell"] != "add-control-eager"]
+    runs = [write(tmp_path, "run-1.json", real_run), write(tmp_path, "run-2.json", second)]
+    assert cli(["repeat", "--results", *runs, "--out", str(tmp_path / "repeat")]) == 1
+    text = " ".join((tmp_path / "repeat" / "REPEAT.md").read_text().split())  # tables' padding aside
+    assert "**2 cells differ across the 2 runs**" in text
+    assert "| `add-custom_op-eager` | pass | fail @run: planted: a race |" in text
+    assert "| `add-control-eager` | pass | did not run |" in text
+    assert "`sin-raw-eager`" in text.split("Same outcome, another first line")[1]
+    combined = json.loads((tmp_path / "repeat" / "results.json").read_text())
+    assert cell(combined, "add-custom_op-eager")["flaky"] == "differs across runs: run 1 pass; run 2 fail @run: planted: a race"
+    matrix = (tmp_path / "repeat" / "MATRIX.md").read_text()
+    assert "pass (flaky)" in matrix and "FLAKY, differs across runs: run 1 pass; run 2 fail @run" in matrix
+    # The combined file is a baseline whose flaky cells are not checked.
+    assert cli(["diff", runs[0], str(tmp_path / "repeat" / "results.json")]) == 0

@@ -2,14 +2,24 @@
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
+import torch
 
+from harness import report
+from harness.results import load
 from tests.harness.conftest import PLANTED
 
+REPORTS = ("results.json", "MATRIX.md", "SUPPORT.md")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+USER_MODULES = os.path.join(ROOT, "tests", "harness", "user_modules")
 
 
 def run_matrix(tmp_path, selection, workers=2, extra=()):
@@ -51,16 +61,96 @@ def test_failing_cells_are_data_and_reports_are_written(tmp_path):
     assert results["fingerprint"]["compiler"]["resolved"]
 
 
+ON_GPU = torch.cuda.is_available()
+# fault case -> (outcome, stage, what its message or error type says), as recorded on this machine
+FAULTS = {
+    "planted_segfault": ("crash", "run", "SIGSEGV"),
+    "planted_abort": ("crash", "run", "SIGABRT"),
+    "planted_hang": ("timeout", "run", "no result after 12 s"),
+    "planted_spins": ("timeout", "run", "no result after 12 s"),  # a GPU kernel (or the interpreter) that never ends
+    "planted_out_of_memory": ("fail", "run", "CUDA out of memory" if ON_GPU else "can't allocate memory"),
+    # an illegal address poisons the CUDA context (the runner is replaced); the interpreter segfaults
+    "planted_illegal_address": (("fail", "crash"), "run", "illegal memory access" if ON_GPU else "SIGSEGV"),
+    "planted_kills_worker": ("crash", None, "the pytest worker running this cell died"),
+}
+HEALTHY = [f"planted_ok-{w}-eager" for w in ("raw", "triton_op", "custom_op", "control")] + ["planted_wrong-raw-eager"]
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="kills a process by pid")
-def test_a_killed_worker_is_its_cells_crash_not_a_missing_cell(tmp_path):
-    proc, results, _ = run_matrix(tmp_path, "test_cell[planted_kills_worker-raw-eager] or test_cell[planted_ok-raw-eager]")
-    assert proc.returncode == 1  # pytest says a worker died; the matrix still has every cell
-    cells = outcomes(results)
-    killed = cells["planted_kills_worker-raw-eager"]
-    assert killed["outcome"] == "crash"
-    assert "pytest worker running this cell died" in killed["message"]
-    assert cells["planted_ok-raw-eager"]["outcome"] == "pass"
-    assert results["missing"] == []
+def test_every_fault_in_one_run_is_recorded_and_no_cell_is_lost(tmp_path):
+    """Seven faults and a case module that fails to import, in one run with two workers: each fault is its own
+    cell's outcome, every other cell keeps its real outcome, and the device works for the cells after a fault."""
+    cells = [f"{case}-raw-eager" for case in FAULTS] + HEALTHY
+    proc, results, reports = run_matrix(tmp_path, " or ".join(f"test_cell[{c}]" for c in cells),
+                                        extra=["--cell-timeout=eager=12", f"--cases={os.path.join(USER_MODULES, 'broken_import.py')}"])
+    assert proc.returncode == 1  # a worker died and a module failed to import: pytest says so
+    recorded = outcomes(results)
+    assert results["missing"] == [] and results["complete"] is True and results["interrupted"] is None
+    assert set(recorded) == set(cells), proc.stdout[-3000:]
+    for case, (outcome, stage, says) in FAULTS.items():
+        cell = recorded[f"{case}-raw-eager"]
+        assert cell["outcome"] in ((outcome,) if isinstance(outcome, str) else outcome), (case, cell)
+        assert cell["stage"] == stage, (case, cell)
+        assert says in f"{cell['error_type']}: {cell['message']} {cell['signal']} {' '.join(cell['log_tail'])}", (case, cell)
+        if outcome == "timeout":  # killed at its limit, not long after
+            assert 12 <= cell["timings"]["wall"] < 60, cell["timings"]
+    assert {c: recorded[c]["outcome"] for c in HEALTHY} == {**{c: "pass" for c in HEALTHY}, "planted_wrong-raw-eager": "wrong"}
+    assert "KeyError: 'blocks'" in results["problems"][0]["message"]
+    # Each worker's cells in the order it ran them: whatever a fault left behind, the next cell was unharmed.
+    by_worker: dict[str, list[dict]] = {}
+    for cell in sorted(recorded.values(), key=lambda c: c["timings"]["finished"]):
+        by_worker.setdefault(cell["worker"], []).append(cell)
+    after_a_fault = [b for run in by_worker.values() for a, b in zip(run, run[1:]) if a["case"] in FAULTS and b["cell"] in HEALTHY]
+    assert after_a_fault, by_worker
+    assert all(c["outcome"] in ("pass", "wrong") and c["cell"] in HEALTHY for c in after_a_fault)
+    assert "CRASH SIGSEGV @run" in (reports / "MATRIX.md").read_text()
+
+
+def _start_matrix(tmp_path, selection, workers):
+    """A matrix run in its own process group (as a terminal's foreground job), its output line by line."""
+    env = {**os.environ, "TCM_PLANTED_HANGING": str(tmp_path / "hanging"), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-n", str(workers), "-v", "-p", "no:cacheprovider", f"--cases={tmp_path / 'planted_copy.py'}",
+         f"--report-dir={tmp_path / 'reports'}", "--matrix-profile=ci", "-k", selection, "tests/test_matrix.py"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="signals processes by pid")
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sigkill"])
+def test_an_interrupted_run_leaves_the_old_reports_or_new_ones_marked_incomplete(tmp_path, how):
+    shutil.copy(PLANTED, tmp_path / "planted_copy.py")  # its path tells this run's runner processes apart
+    reports = tmp_path / "reports"
+    report.write(load(os.path.join(ROOT, "tests", "harness", "data", "results-v1.json")), str(reports))
+    before = {name: (reports / name).read_bytes() for name in REPORTS}
+    done = ["planted_ok-raw-eager"]
+    # A worker per cell: xdist would queue a second cell behind the hanging one on its worker.
+    proc = _start_matrix(tmp_path, " or ".join(f"test_cell[{c}]" for c in [*done, "planted_hang-raw-eager"]), workers=2)
+    output: list[str] = []
+    # Read what arrives, not lines: pytest ends a test's status line only when it starts the next one.
+    threading.Thread(target=lambda: output.extend(iter(lambda: os.read(proc.stdout.fileno(), 65536).decode(errors="replace"), "")), daemon=True).start()
+    deadline = time.monotonic() + 120
+    while not ((tmp_path / "hanging").exists() and all(f"PASSED tests/test_matrix.py::test_cell[{c}]" in "".join(output) for c in done)):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the hanging cell began: " + "".join(output)[-2000:]
+        time.sleep(0.5)
+    {"ctrl-c": lambda: os.killpg(proc.pid, signal.SIGINT), "sigterm": lambda: proc.send_signal(signal.SIGTERM),
+     "sigkill": lambda: proc.send_signal(signal.SIGKILL)}[how]()
+    proc.wait(timeout=120)
+
+    assert not [p.name for p in reports.iterdir() if p.name not in REPORTS], "a temporary file was left behind"
+    if how == "sigkill":  # no chance to write: the last complete reports stand, untouched
+        assert {name: (reports / name).read_bytes() for name in REPORTS} == before
+    else:
+        results = json.loads((reports / "results.json").read_text())
+        assert results["complete"] is False and results["missing"] == ["planted_hang-raw-eager"]
+        assert results["interrupted"] == ("SIGTERM" if how == "sigterm" else "interrupted (Ctrl-C)")
+        assert {c["cell"]: c["outcome"] for c in results["cells"]} == {"planted_ok-raw-eager": "pass"}
+        for name in ("SUPPORT.md", "MATRIX.md"):
+            assert "**incomplete run, " in (reports / name).read_text() and "planted_hang-raw-eager" in (reports / name).read_text()
+    # No runner process outlives its run, not even the one stuck in the hanging cell.
+    deadline = time.monotonic() + 30
+    while subprocess.run(["pgrep", "-f", str(tmp_path / "planted_copy.py")], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
 
 
 def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
@@ -90,9 +180,6 @@ def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}"])
     assert proc.returncode == 0, proc.stdout[-2000:]  # a flaky cell is not checked
     assert "1 baseline cells did not run: planted_segfault-raw-eager" in proc.stdout
-
-
-USER_MODULES = os.path.join(ROOT, "tests", "harness", "user_modules")
 
 
 def _run_cases(tmp_path, cases, selection, workers=2):
@@ -147,3 +234,17 @@ def test_selecting_a_malformed_case_by_name_still_shows_why_it_is_missing(tmp_pa
     assert proc.returncode == 1
     assert "LEFT OUT tests/harness/user_modules/malformed.py: case 'no_reference': no reference: give reference=" in proc.stdout.replace(ROOT + "/", "")
     assert results["cells"] == [] and len(results["problems"]) == 4
+
+
+def test_repeat_runs_the_matrix_n_times_and_finds_no_difference_in_deterministic_cells(tmp_path):
+    selection = "test_cell[planted_ok-raw-eager] or test_cell[planted_wrong-raw-eager] or test_cell[planted_unwritten-raw-eager]"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "repeat", "--runs", "2", "--out", str(tmp_path / "repeat"), "--",
+         "-n", "1", "-p", "no:cacheprovider", f"--cases={PLANTED}", "--matrix-profile=ci", "-k", selection, "tests/test_matrix.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "repeat: 0 cells differ across 2 runs, 3 are the same in every run" in proc.stdout
+    for n in (1, 2):
+        assert len(json.loads((tmp_path / "repeat" / f"run-{n}" / "results.json").read_text())["cells"]) == 3
+    assert "**0 cells differ across the 2 runs**, 3 are the same in every run" in (tmp_path / "repeat" / "REPEAT.md").read_text()
