@@ -126,6 +126,8 @@ def run(count: int, out_dir: str, pytest_args: list[str], concurrent: bool = Fal
         print("repeat: --runs must be at least 2", file=sys.stderr)
         return 2
     out_dir = os.path.abspath(out_dir)
+    if pytest_args[:1] == ["--"]:
+        pytest_args = pytest_args[1:]
     env_per_run: list[dict[str, str]] = [{} for _ in range(count)]
     if concurrent:
         import torch
@@ -135,29 +137,49 @@ def run(count: int, out_dir: str, pytest_args: list[str], concurrent: bool = Fal
             print(f"repeat: --concurrent runs each run on a GPU of its own: {count} runs need {count} GPUs, this machine has {gpus}",
                   file=sys.stderr)
             return 2
-        workers = max(1, (os.cpu_count() or 1) // count)
+        cores = os.cpu_count() or 1
+        workers = _workers(pytest_args) or max(1, cores // count)
         if not any(a.startswith(("-n", "--numprocesses")) for a in pytest_args):
             pytest_args = ["-n", str(workers), *pytest_args]
-        env_per_run = [{"CUDA_VISIBLE_DEVICES": str(n)} for n in range(count)]
+        # The runs share the cores: each runner gets its share of them, not a share of the whole machine.
+        threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, cores // (count * workers)))
+        env_per_run = [{"CUDA_VISIBLE_DEVICES": str(n), "OMP_NUM_THREADS": threads} for n in range(count)]
     os.makedirs(out_dir, exist_ok=True)
-    if pytest_args[:1] == ["--"]:
-        pytest_args = pytest_args[1:]
     procs = []
-    for n, env in enumerate(env_per_run, 1):
-        command = matrix_command(pytest_args, os.path.join(out_dir, f"run-{n}"))
-        pinned = f" (CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']})" if env else ""
-        print(f"run {n}: {' '.join(shlex.quote(c) for c in command)}{pinned}", flush=True)
-        began = time.perf_counter()
-        if concurrent:  # their outputs would interleave: each run writes its own log
-            with open(os.path.join(out_dir, f"run-{n}.log"), "w") as log:
-                procs.append(subprocess.Popen(command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT))
-            continue
-        status = subprocess.run(command).returncode
-        print(f"run {n}: pytest exit {status} in {time.perf_counter() - began:.0f} s", flush=True)
-    for n, proc in enumerate(procs, 1):
-        print(f"run {n}: pytest exit {proc.wait()} (log: run-{n}.log)", flush=True)
+    try:
+        for n, env in enumerate(env_per_run, 1):
+            command = matrix_command(pytest_args, os.path.join(out_dir, f"run-{n}"))
+            pinned = f" ({', '.join(f'{k}={v}' for k, v in env.items())})" if env else ""
+            print(f"run {n}: {' '.join(shlex.quote(c) for c in command)}{pinned}", flush=True)
+            began = time.perf_counter()
+            log = open(os.path.join(out_dir, f"run-{n}.log"), "w") if concurrent else None  # outputs would interleave
+            procs.append(subprocess.Popen(command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT if log else None))
+            if not concurrent:
+                print(f"run {n}: pytest exit {procs[-1].wait()} in {time.perf_counter() - began:.0f} s", flush=True)
+        for n, proc in enumerate(procs, 1):
+            if concurrent:
+                print(f"run {n}: pytest exit {proc.wait()} (log: run-{n}.log)", flush=True)
+    except KeyboardInterrupt:
+        # The runs got the signal too and write their reports, marked incomplete: compare what they ran.
+        print("repeat: interrupted; comparing the cells the runs finished", file=sys.stderr, flush=True)
+        for proc in procs:
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
     command = "python -m harness repeat --runs {} {}{}".format(count, "--concurrent " if concurrent else "", " ".join(map(shlex.quote, pytest_args)))
-    return compare_files([os.path.join(out_dir, f"run-{n}", "results.json") for n in range(1, count + 1)], out_dir, command)
+    made = [path for n in range(1, count + 1) if os.path.exists(path := os.path.join(out_dir, f"run-{n}", "results.json"))]
+    return compare_files(made, out_dir, command)
+
+
+def _workers(pytest_args: list[str]) -> int | None:
+    """The -n the arguments give, where it is a number."""
+    for n, arg in enumerate(pytest_args):
+        value = pytest_args[n + 1] if arg in ("-n", "--numprocesses") and n + 1 < len(pytest_args) else (
+            arg[2:] if arg.startswith("-n") and len(arg) > 2 else arg.split("=", 1)[1] if arg.startswith("--numprocesses=") else None)
+        if value is not None:
+            return int(value) if value.isdigit() else None
+    return None
 
 
 def compare_files(paths: list[str], out_dir: str, command: str | None = None) -> int:
