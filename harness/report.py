@@ -86,7 +86,7 @@ def _environment_lines(results: Results) -> list[str]:
         f"- commit {str((fp.get('git') or {}).get('commit'))[:12]}{' (dirty)' if (fp.get('git') or {}).get('dirty') else ''}, "
         f"{fp.get('time')}, {fp.get('workers')} workers"
         f"{f' (CPU threads per runner: {t})' if (t := fp.get('runner_threads')) else ''}, wall time {results.wall_time_s or 0:.0f} s",
-        f"- command: `{fp.get('command')}`; compile caches: {fp.get('caches', 'fresh')}",
+        f"- command: `{_shortened(str(fp.get('command')))}`; compile caches: {fp.get('caches', 'fresh')}",
     ]
     skipped: dict[str, set[str]] = defaultdict(set)
     for cell in results.cells:
@@ -102,6 +102,15 @@ def _environment_lines(results: Results) -> list[str]:
         lines.append(f"- **incomplete run{why}**: these reports hold the {len(results.cells)} cells that ran; "
                      f"{len(results.missing)} collected cells never reported: {', '.join(results.missing[:20])}")
     return lines
+
+
+COMMAND_SHOWN = 400  # characters; a run given a long --deselect list would bury the report under it
+
+
+def _shortened(command: str) -> str:
+    if len(command) <= COMMAND_SHOWN:
+        return command
+    return f"{command[:COMMAND_SHOWN]} ... ({len(command)} characters in all, in results.json)"
 
 
 def _verdict(passed: int, counted: int) -> str:

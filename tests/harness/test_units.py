@@ -267,3 +267,15 @@ def test_cell_timeouts_per_row_and_a_clear_error_for_an_unknown_row():
         parse_timeouts(["aoti_fast=10"])
     with pytest.raises(ValueError, match="'ten' is not a number of seconds"):
         parse_timeouts(["eager=ten"])
+
+
+def test_a_long_command_is_shortened_in_the_markdown_and_kept_whole_in_results(tmp_path):
+    from harness import report
+    from harness.results import load
+
+    results = load(os.path.join(os.path.dirname(__file__), "data", "results-v1.json"))
+    results.fingerprint["command"] = "pytest " + " ".join(f"--deselect=tests/test_matrix.py::test_cell[c{n}]" for n in range(500))
+    report.write(results, str(tmp_path))
+    support = (tmp_path / "SUPPORT.md").read_text()
+    assert f"({len(results.fingerprint['command'])} characters in all, in results.json)" in support
+    assert "[c499]" not in support and "[c499]" in (tmp_path / "results.json").read_text()
