@@ -7,8 +7,6 @@ in Python with `aoti_load_package` but not here: only this runtime tells the tru
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
@@ -16,9 +14,10 @@ import signal
 import subprocess
 import tempfile
 import weakref
-from typing import Any, Iterator
+from typing import Any
 
 import torch
+from torch.utils._filelock import FileLock
 
 SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp")
 BUILD_TIMEOUT_S = 900.0
@@ -48,17 +47,6 @@ def _key(compiler: str, version: str) -> str:
     return digest.hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def locked(path: str) -> Iterator[None]:
-    """An exclusive lock between the run's processes; the OS drops it if its holder dies."""
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def first_error_line(output: str) -> str:
     """The compiler's (or CMake's) first error; CMake puts the reason on the line after "CMake Error at ...:"."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
@@ -80,7 +68,7 @@ def executable(cache_dir: str, run_dir: str) -> str:
     os.makedirs(root, exist_ok=True)
     os.makedirs(run_dir, exist_ok=True)
     exe, failed = os.path.join(root, "build", "aoti_runner"), os.path.join(run_dir, f"aoti-runner-{key}.FAILED")
-    with locked(os.path.join(root, "lock")):
+    with FileLock(os.path.join(root, "lock")):  # fcntl underneath: the OS drops it if its holder dies
         if os.path.exists(exe):
             return exe
         if os.path.exists(failed):

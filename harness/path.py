@@ -10,6 +10,7 @@ import shutil
 from typing import Any, Callable
 
 import torch
+from torch.utils._filelock import FileLock
 
 from harness import cpp_runtime
 from harness.outcome import Stage
@@ -262,7 +263,7 @@ def _shared_package(make: Callable[[], str], shared: Shared, observer: GraphObse
     operators its graphs held. A failed build is not shared: each cell meets its own failure."""
     os.makedirs(shared.packages, exist_ok=True)
     package, targets = (os.path.join(shared.packages, shared.key + ext) for ext in (".pt2", ".targets.json"))
-    with cpp_runtime.locked(os.path.join(shared.packages, shared.key + ".lock")):
+    with FileLock(os.path.join(shared.packages, shared.key + ".lock")):
         if not os.path.exists(package):
             built = make()
             with open(targets, "w") as f:
