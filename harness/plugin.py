@@ -7,6 +7,7 @@ at the end of the session.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -14,7 +15,7 @@ import signal
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -203,6 +204,23 @@ def check_baseline(baseline: dict[str, CellResult] | None, pytestconfig: pytest.
     return check
 
 
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[list[str]]:
+    """Ctrl-C and SIGTERM are noted, not obeyed, while the reports are written (seconds): a second
+    interrupt, or a time limit that strikes then, must not lose the cells that ran."""
+    received: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signal.Signals(signum).name))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def cell_id(nodeid: str) -> str | None:
     match = _CELL_IN_NODEID.search(nodeid)
     return match.group("cell") if match else None
@@ -265,6 +283,13 @@ class MatrixController:
             return
         if not self.results and not self.collected and not _names_the_matrix(self.config):
             return
+        with signals_deferred() as received:
+            self._write_reports(session)
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if received and terminal:
+            terminal.write_line(f"triton-compat-matrix: {', '.join(received)} arrived while the reports were written; they were finished first")
+
+    def _write_reports(self, session: pytest.Session) -> None:
         # Read here, not from the workers: a -k selection, or every case broken, must not hide them.
         problems = registry.load(case_specs(self.config)).problems
         if problems and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):

@@ -279,3 +279,17 @@ def test_a_long_command_is_shortened_in_the_markdown_and_kept_whole_in_results(t
     support = (tmp_path / "SUPPORT.md").read_text()
     assert f"({len(results.fingerprint['command'])} characters in all, in results.json)" in support
     assert "[c499]" not in support and "[c499]" in (tmp_path / "results.json").read_text()
+
+
+def test_an_interrupt_while_the_reports_are_written_waits_until_they_are_done():
+    import signal
+
+    from harness.plugin import signals_deferred
+
+    before = signal.getsignal(signal.SIGINT)
+    with signals_deferred() as received:
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        written = True  # reached: neither signal interrupted the block
+    assert written and received == ["SIGINT", "SIGTERM"]
+    assert signal.getsignal(signal.SIGINT) is before
