@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from harness.outcome import CellResult, Outcome
-from harness.report import blame_environment, label
+from harness.report import blame_environment, cell_text, label
 from harness.results import Results
 
 # Fingerprint fields shown side by side in the header.
@@ -52,10 +52,10 @@ def against_baseline(base: CellResult | None, now: CellResult, baseline_path: st
         return None
     accept = f"if this is expected, accept it: pytest --baseline={baseline_path} --accept"
     if base.outcome is Outcome.PASS:
-        return f"REGRESSED: {now.cell} passed in the baseline, now {_describe(now)}"
+        return f"REGRESSED: {now.cell} passed in the baseline, now {describe(now)}"
     if now.outcome is Outcome.PASS:
-        return f"IMPROVED: {now.cell} was {_describe(base)} in the baseline and now passes; {accept}"
-    return f"FAILURE CHANGED: {now.cell} was {_describe(base)}, now {_describe(now)}; {accept}"
+        return f"IMPROVED: {now.cell} was {describe(base)} in the baseline and now passes; {accept}"
+    return f"FAILURE CHANGED: {now.cell} was {describe(base)}, now {describe(now)}; {accept}"
 
 
 def compare(old: Results, new: Results) -> Diff:
@@ -80,11 +80,12 @@ def compare(old: Results, new: Results) -> Diff:
     return diff
 
 
-def _describe(cell: CellResult) -> str:
+def describe(cell: CellResult) -> str:
+    """A cell's outcome and, for a failure, the first line of its error."""
     text = label(cell)
     if cell.outcome is not Outcome.PASS and cell.message:
         text += f": {cell.message}"
-    return text.replace("|", "\\|")[:200]
+    return text[:200]
 
 
 def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff) -> str:
@@ -106,11 +107,11 @@ def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff)
     for title, pairs in (("Regressed (passed before, not now)", diff.regressed), ("Fixed", diff.fixed),
                          ("Failing differently", diff.changed)):
         if pairs:
-            out += ["", f"## {title}", "", tabulate([[f"`{a.cell}`", _describe(a), _describe(b)] for a, b in pairs],
+            out += ["", f"## {title}", "", tabulate([[f"`{a.cell}`", cell_text(describe(a)), cell_text(describe(b))] for a, b in pairs],
                                                     headers=["cell", "old", "new"], tablefmt="github")]
     for title, cells in (("New cells", diff.new), ("Missing cells (in the old run only)", diff.missing)):
         if cells:
-            out += ["", f"## {title}", "", tabulate([[f"`{c.cell}`", _describe(c)] for c in cells],
+            out += ["", f"## {title}", "", tabulate([[f"`{c.cell}`", cell_text(describe(c))] for c in cells],
                                                     headers=["cell", "outcome"], tablefmt="github")]
     out.append("")
     return "\n".join(out)

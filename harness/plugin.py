@@ -105,22 +105,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             cell_runner_of(metafunc.config).prepare()
 
 
-def run_caches(config: pytest.Config) -> str:
-    """The compile caches this run's runners share: --cache-dir, or a directory made fresh for this run
-    (one per run, not per worker: a worker's first compile need not redo what another did)."""
-    chosen = config.getoption("cache_dir")
-    if chosen:
-        return os.path.abspath(chosen)
+def _fresh_run_dir(config: pytest.Config) -> str:
+    """The directory the controller made for this run, shared with its workers."""
     if hasattr(config, "workerinput"):
         return config.workerinput["tcm_run_caches"]
     return config.pluginmanager.get_plugin("tcm-controller").run_caches
 
 
+def run_caches(config: pytest.Config) -> str:
+    """The compile caches this run's runners share: --cache-dir, or a directory made fresh for this run
+    (one per run, not per worker: a worker's first compile need not redo what another did)."""
+    chosen = config.getoption("cache_dir")
+    return os.path.abspath(chosen) if chosen else _fresh_run_dir(config)
+
+
 def run_packages(config: pytest.Config) -> str:
     """Where this run's AOTInductor packages are shared between its runners: always fresh, never the
     reused --cache-dir (a package from another run must not stand in for this run's build)."""
-    fresh = config.workerinput["tcm_run_caches"] if hasattr(config, "workerinput") else config.pluginmanager.get_plugin("tcm-controller").run_caches
-    return os.path.join(fresh, "aoti-packages")
+    return os.path.join(_fresh_run_dir(config), "aoti-packages")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -20,7 +20,7 @@ from tabulate import tabulate
 
 from harness import report
 from harness.bench import matrix_command
-from harness.diff import COMPARED, signature
+from harness.diff import COMPARED, describe, signature
 from harness.outcome import CellResult
 from harness.results import Results, ResultsError, load
 
@@ -51,12 +51,7 @@ def compare(runs: list[tuple[str, Results]]) -> Repeatability:
 
 
 def _describe(cell: CellResult | None) -> str:
-    if cell is None:
-        return "did not run"
-    text = report.label(cell)
-    if cell.message and cell.outcome.value != "pass":
-        text += f": {cell.message}"
-    return text
+    return "did not run" if cell is None else describe(cell)
 
 
 def evidence(outcomes: list[CellResult | None]) -> str:
@@ -95,7 +90,7 @@ def render(found: Repeatability, command: str | None = None) -> str:
     out.append(f"**{len(found.differing)} cells differ across the {len(runs)} runs**, {found.same} are the same in every run "
                "(compared by outcome, and for a failure by stage and exception type).")
     if found.differing:
-        rows = [[f"`{cell_id}`", *[report._cell_text(_describe(c))[:160] for c in outcomes]]
+        rows = [[f"`{cell_id}`", *[report.cell_text(_describe(c))[:160] for c in outcomes]]
                 for cell_id, outcomes in found.differing.items()]
         out += ["", "## Cells that differ (labelled flaky in the combined report)", "",
                 tabulate(rows, headers=["cell", *header[1:]], tablefmt="github")]
@@ -103,7 +98,7 @@ def render(found: Repeatability, command: str | None = None) -> str:
         out += ["", f"## Same outcome, another first line of the error ({len(found.reworded)} cells)", "",
                 "Not a difference in the chart (messages carry addresses, sizes and the smallest example found), shown "
                 "so that a change of cause cannot hide:", ""]
-        rows = [[f"`{cell_id}`", *[report._cell_text(m)[:160] for m in messages]] for cell_id, messages in list(found.reworded.items())[:40]]
+        rows = [[f"`{cell_id}`", *[report.cell_text(m)[:160] for m in messages]] for cell_id, messages in list(found.reworded.items())[:40]]
         out.append(tabulate(rows, headers=["cell", *header[1:]], tablefmt="github"))
     out.append("")
     return "\n".join(out)
@@ -154,6 +149,8 @@ def run(count: int, out_dir: str, pytest_args: list[str], concurrent: bool = Fal
             began = time.perf_counter()
             log = open(os.path.join(out_dir, f"run-{n}.log"), "w") if concurrent else None  # outputs would interleave
             procs.append(subprocess.Popen(command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT if log else None))
+            if log:
+                log.close()  # the run has its own copy of the descriptor
             if not concurrent:
                 print(f"run {n}: pytest exit {procs[-1].wait()} in {time.perf_counter() - began:.0f} s", flush=True)
         for n, proc in enumerate(procs, 1):

@@ -236,7 +236,7 @@ def _speed_section(results: Results) -> list[str]:
         "",
     ]
     if errors:
-        lines += [f"- `{c.cell}` failed at the benchmark size: {_cell_text(c.perf['error'])}" for c in errors] + [""]
+        lines += [f"- `{c.cell}` failed at the benchmark size: {cell_text(c.perf['error'])}" for c in errors] + [""]
     return lines
 
 
@@ -350,10 +350,11 @@ def _detail(cell: CellResult) -> list[str]:
         error = f"control {cell.blamed_on} fails too. {error}"
     if cell.flaky:
         error = f"FLAKY, {cell.flaky}. This run: {error}"
-    return [f"`{cell.cell}`", label(cell), _cell_text(error), _cell_text(cell.example or "")]
+    return [f"`{cell.cell}`", label(cell), cell_text(error), cell_text(cell.example or "")]
 
 
-def _cell_text(text: str) -> str:
+def cell_text(text: str) -> str:
+    """Text for one markdown table cell: pipes escaped, one line, bounded."""
     return text.replace("|", "\\|").replace("\n", " ")[:400]
 
 
