@@ -1,6 +1,22 @@
-"""triton-compat-matrix: which ways of wrapping a Triton kernel survive which PyTorch compile paths."""
+"""triton-compat-matrix: which ways of wrapping a Triton kernel survive which PyTorch compile paths.
 
-from harness import inputs
-from harness.case import Backward, Case, CaseError, Example, Tolerance
+The case API (`Case`, `Backward`, ...) needs torch and is imported on first use, so the modules that only
+read results (results, report, diff, repeat) work where torch is not installed.
+"""
 
-__all__ = ["Backward", "Case", "CaseError", "Example", "Tolerance", "inputs"]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_CASE_API = {"Backward": "harness.case", "Case": "harness.case", "Example": "harness.case", "Tolerance": "harness.case",
+             "CaseError": "harness.errors", "inputs": "harness.inputs"}
+
+__all__ = sorted(_CASE_API)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _CASE_API:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    module = importlib.import_module(_CASE_API[name])
+    return module if name == "inputs" else getattr(module, name)

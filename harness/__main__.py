@@ -22,7 +22,8 @@ import sys
 
 from harness import report
 from harness import results as results_file
-from harness.results import Results, ResultsError
+from harness.errors import ResultsError
+from harness.results import Results
 
 # Fingerprint fields that must agree before two runs' cells may share one chart.
 SAME_ENVIRONMENT = ("mode", "torch", "triton", "cuda", "gpu", "compiler")
@@ -30,7 +31,7 @@ SAME_ENVIRONMENT = ("mode", "torch", "triton", "cuda", "gpu", "compiler")
 
 def merge(runs: list[tuple[str, Results]]) -> Results:
     (first_path, first), *rest = runs
-    cells = {c.cell: c for c in first.cells}
+    cells = {c.cell.id: c for c in first.cells}
     missing = set(first.missing)
     for path, run in rest:
         for key in SAME_ENVIRONMENT:
@@ -39,10 +40,10 @@ def merge(runs: list[tuple[str, Results]]) -> Results:
                     f"{path}: measured a different environment than {first_path} ({key}: "
                     f"{run.fingerprint.get(key)!r} vs {first.fingerprint.get(key)!r}); charts of different environments do not merge"
                 )
-        duplicated = sorted(set(cells) & {c.cell for c in run.cells})
+        duplicated = sorted(set(cells) & {c.cell.id for c in run.cells})
         if duplicated:
             raise ResultsError(f"{path}: cells already in an earlier file: {', '.join(duplicated[:10])}")
-        cells.update({c.cell: c for c in run.cells})
+        cells.update({c.cell.id: c for c in run.cells})
         missing |= set(run.missing)
     missing -= set(cells)
     wall = [r.wall_time_s for _, r in runs if r.wall_time_s is not None]

@@ -60,11 +60,11 @@ def figures(results: Results, wall_s: float) -> Figures:
     if not cells:
         raise ValueError("the results hold no timed cells: nothing ran")
     workers = int(results.fingerprint.get("workers") or 1)
-    work = {c.cell: c.timings.work for c in cells}
+    work = {c.cell.id: c.timings.work for c in cells}
     longest = max(work, key=work.__getitem__)
     bound = max(work[longest], sum(work.values()) / workers)
     # A crashed or hung cell reports no work of its own, so it says nothing about the overhead.
-    overheads = {c.cell: c.timings.overhead for c in cells if c.outcome not in (Outcome.CRASH, Outcome.TIMEOUT)} or {"-": 0.0}
+    overheads = {c.cell.id: c.timings.overhead for c in cells if c.outcome not in (Outcome.CRASH, Outcome.TIMEOUT)} or {"-": 0.0}
     worst = max(overheads, key=overheads.__getitem__)
     starts = [c.timings.process_start for c in cells if c.timings.process_start > 0]
 

@@ -15,17 +15,11 @@ from typing import Any, Callable, Mapping
 import torch
 from hypothesis import strategies as st
 
+from harness.errors import CaseError
+
 DTYPES: Mapping[str, torch.dtype] = MappingProxyType(
     {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 )
-
-
-class CaseError(ValueError):
-    """A case is malformed: the message names the case and what to fix."""
-
-    def __init__(self, case: str, problem: str):
-        super().__init__(f"case {case!r}: {problem}")
-        self.case = case
 
 
 @dataclass(frozen=True)

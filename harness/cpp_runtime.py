@@ -17,17 +17,19 @@ import weakref
 from typing import Any
 
 import torch
-from torch.utils._filelock import FileLock
+from filelock import FileLock
+
+from harness.errors import HarnessError
 
 SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp")
 BUILD_TIMEOUT_S = 900.0
 
 
-class BuildFailure(Exception):
+class BuildFailure(HarnessError):
     """The runner could not be built here: the environment's fault, shown with the first error line."""
 
 
-class RuntimeFailure(Exception):
+class RuntimeFailure(HarnessError):
     """The package failed in the C++ runtime: it did not load, a call raised, or the process died."""
 
 

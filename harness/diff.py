@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from harness.outcome import CellResult, Outcome
-from harness.report import blame_environment, cell_text, label
+from harness.report import cell_text, judged, label
 from harness.results import Results
 
 # Fingerprint fields shown side by side in the header.
@@ -52,19 +52,18 @@ def against_baseline(base: CellResult | None, now: CellResult, baseline_path: st
         return None
     accept = f"if this is expected, accept it: pytest --baseline={baseline_path} --accept"
     if base.outcome is Outcome.PASS:
-        return f"REGRESSED: {now.cell} passed in the baseline, now {describe(now)}"
+        return f"REGRESSED: {now.cell.id} passed in the baseline, now {describe(now)}"
     if now.outcome is Outcome.PASS:
-        return f"IMPROVED: {now.cell} was {describe(base)} in the baseline and now passes; {accept}"
-    return f"FAILURE CHANGED: {now.cell} was {describe(base)}, now {describe(now)}; {accept}"
+        return f"IMPROVED: {now.cell.id} was {describe(base)} in the baseline and now passes; {accept}"
+    return f"FAILURE CHANGED: {now.cell.id} was {describe(base)}, now {describe(now)}; {accept}"
 
 
 def compare(old: Results, new: Results) -> Diff:
-    blame_environment(old.cells)
-    blame_environment(new.cells)
-    before, after = old.by_id(), new.by_id()
+    """Cell by cell, each run judged as its reports judge it (environment blamed); neither run is changed."""
+    before, after = judged(old).by_cell(), judged(new).by_cell()
     diff = Diff()
-    for cell_id in sorted(set(before) | set(after)):
-        was, now = before.get(cell_id), after.get(cell_id)
+    for cell in sorted(set(before) | set(after), key=lambda c: c.id):
+        was, now = before.get(cell), after.get(cell)
         if was is None:
             diff.new.append(now)  # type: ignore[arg-type]
         elif now is None:
@@ -107,11 +106,11 @@ def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff)
     for title, pairs in (("Regressed (passed before, not now)", diff.regressed), ("Fixed", diff.fixed),
                          ("Failing differently", diff.changed)):
         if pairs:
-            out += ["", f"## {title}", "", tabulate([[f"`{a.cell}`", cell_text(describe(a)), cell_text(describe(b))] for a, b in pairs],
+            out += ["", f"## {title}", "", tabulate([[f"`{a.cell.id}`", cell_text(describe(a)), cell_text(describe(b))] for a, b in pairs],
                                                     headers=["cell", "old", "new"], tablefmt="github")]
     for title, cells in (("New cells", diff.new), ("Missing cells (in the old run only)", diff.missing)):
         if cells:
-            out += ["", f"## {title}", "", tabulate([[f"`{c.cell}`", cell_text(describe(c))] for c in cells],
+            out += ["", f"## {title}", "", tabulate([[f"`{c.cell.id}`", cell_text(describe(c))] for c in cells],
                                                     headers=["cell", "outcome"], tablefmt="github")]
     out.append("")
     return "\n".join(out)

@@ -1,4 +1,4 @@
-"""Hypothesis building blocks for case inputs: sizes that hit block edges, and the run profiles."""
+"""Hypothesis building blocks for case inputs: sizes that hit block edges, and ready-made make_inputs."""
 
 from __future__ import annotations
 
@@ -20,20 +20,6 @@ def shapes(*max_sizes: int, min_size: int = 1) -> st.SearchStrategy[tuple[int, .
     strategy = st.tuples(*(sizes(m, min_size) for m in max_sizes))
     strategy.summary = "(" + ", ".join(f"{min_size}..{m}" for m in max_sizes) + ")"  # for the case table
     return strategy
-
-
-# The matrix's profiles: derandomized, so the same versions see the same inputs on every run.
-PROFILES = {
-    "matrix": dict(max_examples=20, derandomize=True),
-    # CI's run on the CPU interpreter: every cell, fewer and smaller inputs (the interpreter runs each
-    # program in numpy, so a batch of 4096 rows costs seconds), one dtype (an AOTInductor package is
-    # built per dtype, and its C++ build is most of a CPU run) and a smaller search for the smallest failure.
-    "ci": dict(max_examples=2, derandomize=True, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5),
-    "thorough": dict(max_examples=200, derandomize=True),
-    "explore": dict(max_examples=50, derandomize=False),
-}
-DEFAULT_PROFILE = "matrix"
-
 
 
 def randn(count: int = 1, scale: float = 1.0):

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
+
+from harness.cell import Cell
+from harness.columns import Wrapping
+from harness.rows import Path
 
 
 class Outcome(str, enum.Enum):
@@ -72,10 +76,9 @@ class Memory:
 
 @dataclass
 class CellResult:
-    cell: str
-    case: str
-    wrapping: str
-    path: str
+    """What one cell gave. Built only as CellResult(cell, outcome, ...); its case, wrapping and path are the cell's."""
+
+    cell: Cell
     outcome: Outcome
     stage: Stage | None = None
     error_type: str | None = None
@@ -99,15 +102,32 @@ class CellResult:
     worker: str | None = None  # the pytest worker that ran it
     perf: dict[str, Any] | None = None  # with --perf: the artifact's median latency on a realistic input
 
+    @property
+    def case(self) -> str:
+        return self.cell.case
+
+    @property
+    def wrapping(self) -> Wrapping:
+        return self.cell.wrapping
+
+    @property
+    def path(self) -> Path:
+        return self.cell.path
+
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["outcome"] = self.outcome.value
-        data["stage"] = self.stage.value if self.stage else None
-        return data
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        cell = data.pop("cell")
+        # The file keeps the id's parts beside it, so a reader without this harness can group cells.
+        head = {"cell": cell.id, "case": cell.case, "wrapping": cell.wrapping.value, "path": cell.path.value}
+        data.update(outcome=self.outcome.value, stage=self.stage.value if self.stage else None,
+                    timings=asdict(self.timings), memory=asdict(self.memory))
+        return {**head, **data}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CellResult:
-        data = dict(data)
+        """Raises CellIdError for an id this harness does not know (a row or style it lacks)."""
+        data = {k: v for k, v in data.items() if k not in ("case", "wrapping", "path")}
+        data["cell"] = Cell.parse(data["cell"])
         data["outcome"] = Outcome(data["outcome"])
         data["stage"] = Stage(data["stage"]) if data.get("stage") else None
         data["timings"] = Timings.from_json(data.get("timings", {}))
@@ -135,21 +155,3 @@ def first_line(exc: BaseException) -> str:
 def detail(exc: BaseException) -> str:
     """The whole message, bounded, for results.json: the first line rarely tells everything."""
     return str(exc)[:4000]
-
-
-def compile_stage_exception_types() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean Dynamo or Inductor could not build the graph, raised on a compiled call."""
-    import torch._dynamo.exc as dynamo_exc
-    import torch._inductor.exc as inductor_exc
-
-    types: list[type[BaseException]] = [dynamo_exc.TorchDynamoException]
-    for name in ("InductorError", "LoweringException", "CppCompileError", "BackendCompilerFailed"):
-        if hasattr(inductor_exc, name):
-            types.append(getattr(inductor_exc, name))
-    try:
-        from triton.compiler.errors import CompilationError
-
-        types.append(CompilationError)
-    except ImportError:
-        pass
-    return tuple(types)

@@ -1,15 +1,16 @@
 """The pytest side: one test item per cell, run in an isolated runner process per pytest worker.
 
-Roles follow pytest-cov under xdist: workers run cells and attach each result to their test report;
-the controller collects the reports, notices workers that died, and alone writes the reports, once,
-at the end of the session.
+Roles follow pytest-cov and xdist's dsession, one class each, one method per pytest event:
+- `MatrixWorker`, in every process that runs cells (an xdist worker, or a run without workers), owns the
+  runner process, runs each cell there and attaches its result to the test report;
+- `MatrixController`, in the process that started the run, collects the reports, notices workers that
+  died, and alone writes the reports, once, at the end of the session.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import tempfile
@@ -20,16 +21,18 @@ from typing import Any, Iterator
 import pytest
 
 from harness import registry
-from harness.cell import Cell, Settings, all_cells
-from harness.cell import cost as cell_cost
-from harness.inputs import DEFAULT_PROFILE, PROFILES
+from harness.cell import Cell, all_cells
+from harness.errors import UsageError
 from harness.outcome import CellResult, Outcome
-from harness.path import parse_timeouts, timeout_for
+from harness.rows import parse_timeouts, timeout_for
 from harness.runner import INDUCTOR_CACHE, Runner, runner_env, runner_threads
+from harness.settings import DEFAULT_PROFILE, PROFILES, Settings
 
 RESULT_PROPERTY = "tcm_result"
-_RUNNER = pytest.StashKey["Runner"]()
-_CELL_IN_NODEID = re.compile(r"test_matrix\.py::test_cell\[(?P<cell>[^\]]+)\]$")
+WORKER, CONTROLLER = "tcm-worker", "tcm-controller"
+
+# Seconds-like units, as a row's cost: the autotuner's cost per config it times, over a cell's examples.
+AUTOTUNE_COST_PER_CONFIG = 20.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,19 +84,20 @@ def case_specs(config: pytest.Config) -> list[str]:
 def pytest_configure(config: pytest.Config) -> None:
     try:
         parse_timeouts(config.getoption("cell_timeout"))
-    except ValueError as exc:
+    except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if config.getoption("perf") and (config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no"):
         raise pytest.UsageError("--perf times kernels: run it without -n (pytest --perf), so no other cell shares the GPU")
+    config.pluginmanager.register(MatrixWorker(config), WORKER)
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(MatrixController(config), "tcm-controller")
+        config.pluginmanager.register(MatrixController(config), CONTROLLER)
         if getattr(config.option, "maxschedchunk", False) is None:
             # xdist otherwise deals each worker a run of consecutive cells: with the costliest first, one
             # worker would get seven AOTInductor cells. One at a time keeps the longest-first order.
             config.option.maxschedchunk = 1
     if _runs_cells_here(config):
         # The runner imports torch and starts CUDA while this process starts and collects.
-        cell_runner_of(config).prepare()
+        MatrixWorker.of(config).runner.prepare()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -102,14 +106,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         cells = all_cells(list(cases))
         metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
         if cells:  # the matrix collected from arguments _runs_cells_here did not recognise
-            cell_runner_of(metafunc.config).prepare()
+            MatrixWorker.of(metafunc.config).runner.prepare()
 
 
 def _fresh_run_dir(config: pytest.Config) -> str:
     """The directory the controller made for this run, shared with its workers."""
     if hasattr(config, "workerinput"):
         return config.workerinput["tcm_run_caches"]
-    return config.pluginmanager.get_plugin("tcm-controller").run_caches
+    return config.pluginmanager.get_plugin(CONTROLLER).run_caches
 
 
 def run_caches(config: pytest.Config) -> str:
@@ -131,79 +135,89 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     def cost(item: pytest.Item) -> float:
         cell = getattr(item, "callspec", None) and item.callspec.params.get("cell")
-        return -cell_cost(cell, cases[cell.case]) if isinstance(cell, Cell) and cell.case in cases else 0.0
+        if not isinstance(cell, Cell) or cell.case not in cases:
+            return 0.0
+        # The row's cost, plus the autotuning its case's kernels redo for each new input size.
+        return -(cell.path.spec.cost + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs)
 
     items.sort(key=cost)
+
+
+class MatrixWorker:
+    """The role of a process that runs cells: it owns this process's runner (started on first use) and
+    checks each result against the baseline, when there is one."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self._runner: Runner | None = None
+        self._baseline: dict[Cell, CellResult] | None = None
+
+    @staticmethod
+    def of(config: pytest.Config) -> MatrixWorker:
+        return config.pluginmanager.get_plugin(WORKER)
+
+    @property
+    def runner(self) -> Runner:
+        if self._runner is None:
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+            workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
+            env = runner_env(workdir, worker, run_caches(self.config), workers=worker_count())
+            self._runner = Runner(case_specs(self.config), workdir, env=env,
+                                  cells_per_process=self.config.getoption("cells_per_process") or None)
+        return self._runner
+
+    def run(self, cell: Cell, item: pytest.Item) -> CellResult:
+        """Run a cell in the runner and attach its result to the test's report, for the controller."""
+        config = self.config
+        settings = Settings(**PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
+                            packages=run_packages(config), caches=run_caches(config))
+        timeout = timeout_for(cell.path, parse_timeouts(config.getoption("cell_timeout")))
+        result = self.runner.run(cell, settings, timeout)
+        result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        item.user_properties.append((RESULT_PROPERTY, result.to_json()))
+        return result
+
+    def baseline_change(self, result: CellResult) -> str | None:
+        """Why a cell fails the --baseline check, or None (always None without --baseline, or with --accept)."""
+        path = self.config.getoption("baseline")
+        if path is None or self.config.getoption("accept"):
+            return None
+        from harness.diff import against_baseline
+        from harness.results import load
+
+        if self._baseline is None:
+            self._baseline = load(path).by_cell()
+        return against_baseline(self._baseline.get(result.cell), result, path)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        runner.close()
+        logs = config.getoption("runner_logs")
+        if logs:
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+            os.makedirs(logs, exist_ok=True)
+            for n, log in enumerate(runner.logs()):
+                shutil.copy(log, os.path.join(logs, f"runner-{worker}-{n}.log"))
+        shutil.rmtree(runner.workdir, ignore_errors=True)
 
 
 def worker_count() -> int:
     return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
 
-def cell_runner_of(config: pytest.Config) -> Runner:
-    """This process's runner, made on first use and closed when pytest ends."""
-    if _RUNNER not in config.stash:
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-        workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
-        env = runner_env(workdir, worker, run_caches(config), workers=worker_count())
-        config.stash[_RUNNER] = Runner(case_specs(config), workdir, env=env, cells_per_process=config.getoption("cells_per_process") or None)
-        config.add_cleanup(lambda: _close_runner(config))
-    return config.stash[_RUNNER]
-
-
-def _close_runner(config: pytest.Config) -> None:
-    runner = config.stash[_RUNNER]
-    runner.close()
-    logs = config.getoption("runner_logs")
-    if logs:
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-        os.makedirs(logs, exist_ok=True)
-        for n, log in enumerate(runner.logs()):
-            shutil.copy(log, os.path.join(logs, f"runner-{worker}-{n}.log"))
-    shutil.rmtree(runner.workdir, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def cell_runner(pytestconfig: pytest.Config) -> Runner:
-    return cell_runner_of(pytestconfig)
+@pytest.fixture
+def run_cell(pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> Any:
+    """run_cell(cell) -> its CellResult, run by this process's MatrixWorker."""
+    worker = MatrixWorker.of(pytestconfig)
+    return lambda cell: worker.run(cell, request.node)
 
 
 @pytest.fixture
-def run_cell(cell_runner: Runner, pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> Any:
-    profile = PROFILES[profile_name(pytestconfig)]
-
-    def run(cell: Cell) -> CellResult:
-        settings = Settings(**profile, workdir=cell_runner.workdir, perf=pytestconfig.getoption("perf"),
-                            packages=run_packages(pytestconfig), caches=run_caches(pytestconfig))
-        timeout = timeout_for(cell.path, parse_timeouts(pytestconfig.getoption("cell_timeout")))
-        result = cell_runner.run(cell, settings, timeout)
-        result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        request.node.user_properties.append((RESULT_PROPERTY, result.to_json()))
-        return result
-
-    return run
-
-
-@pytest.fixture(scope="session")
-def baseline(pytestconfig: pytest.Config) -> dict[str, CellResult] | None:
-    path = pytestconfig.getoption("baseline")
-    if path is None or pytestconfig.getoption("accept"):
-        return None
-    from harness.results import load
-
-    return load(path).by_id()
-
-
-@pytest.fixture
-def check_baseline(baseline: dict[str, CellResult] | None, pytestconfig: pytest.Config) -> Any:
-    from harness.diff import against_baseline
-
-    def check(result: CellResult) -> str | None:
-        if baseline is None:
-            return None
-        return against_baseline(baseline.get(result.cell), result, pytestconfig.getoption("baseline"))
-
-    return check
+def check_baseline(pytestconfig: pytest.Config) -> Any:
+    """check_baseline(result) -> why it differs from the --baseline run, or None."""
+    return MatrixWorker.of(pytestconfig).baseline_change
 
 
 @contextlib.contextmanager
@@ -223,16 +237,11 @@ def signals_deferred() -> Iterator[list[str]]:
             signal.signal(sig, handler)
 
 
-def cell_id(nodeid: str) -> str | None:
-    match = _CELL_IN_NODEID.search(nodeid)
-    return match.group("cell") if match else None
-
-
 class MatrixController:
     def __init__(self, config: pytest.Config):
         self.config = config
-        self.results: dict[str, CellResult] = {}
-        self.collected: set[str] = set()
+        self.results: dict[Cell, CellResult] = {}
+        self.collected: set[Cell] = set()
         self.started = time.time()
         self.run_caches = tempfile.mkdtemp(prefix="tcm-caches-")
         self.stopped_by: str | None = None
@@ -255,27 +264,25 @@ class MatrixController:
         shutil.rmtree(self.run_caches, ignore_errors=True)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.collected |= {cid for item in session.items if (cid := cell_id(item.nodeid))}
+        self.collected |= {cell for item in session.items if (cell := Cell.of_test(item.nodeid))}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        self.collected |= {cid for nodeid in ids if (cid := cell_id(nodeid))}
+        self.collected |= {cell for nodeid in ids if (cell := Cell.of_test(nodeid))}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        cid = cell_id(report.nodeid)
-        if cid is None:
+        cell = Cell.of_test(report.nodeid)
+        if cell is None:
             return
         for name, value in report.user_properties:
             if name == RESULT_PROPERTY:
-                self.results[cid] = CellResult.from_json(value)
-        if report.failed and cid not in self.results:
+                self.results[cell] = CellResult.from_json(value)
+        if report.failed and cell not in self.results:
             # No result came back: the pytest worker died (xdist reports it so), or the harness broke.
-            cell = Cell.parse(cid)
             text = str(report.longrepr or "")
             died = "crashed" in text or report.when == "???"
-            self.results[cid] = CellResult(
-                cell=cid, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value,
-                outcome=Outcome.CRASH if died else Outcome.ERROR,
+            self.results[cell] = CellResult(
+                cell, Outcome.CRASH if died else Outcome.ERROR,
                 message=("the pytest worker running this cell died: " if died else "harness error: ")
                 + (text.strip().splitlines() or [""])[-1][:300],
             )
@@ -303,7 +310,7 @@ class MatrixController:
 
         profile = profile_name(self.config)
         workers = getattr(self.config.option, "numprocesses", None)
-        missing = sorted(self.collected - set(self.results))
+        missing = sorted(cell.id for cell in self.collected - set(self.results))
         results = Results(
             fingerprint=fingerprint.collect(
                 interpreter=not torch.cuda.is_available(),
@@ -361,7 +368,7 @@ class MatrixController:
         old = results_file.load(path) if os.path.exists(path) else None
         notes = []
         if old is not None:
-            absent = sorted(set(old.by_id()) - {c.cell for c in results.cells})
+            absent = sorted(cell.id for cell in set(old.by_cell()) - {c.cell for c in results.cells})
             if absent:
                 notes.append(f"{len(absent)} baseline cells did not run: {', '.join(absent[:10])}")
         if self.config.getoption("accept"):

@@ -109,7 +109,7 @@ def _cases_of(module: ModuleType, label: str) -> list[Case]:
 
 def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
     """The well-formed cases of every module `specs` names, and a problem for each one left out."""
-    from harness.case import CaseError
+    from harness.errors import CaseError
 
     loaded = Loaded(cases={}, problems=[])
     for spec in specs:

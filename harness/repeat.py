@@ -20,33 +20,35 @@ from tabulate import tabulate
 
 from harness import report
 from harness.bench import matrix_command
+from harness.cell import Cell
 from harness.diff import COMPARED, describe, signature
+from harness.errors import ResultsError
 from harness.outcome import CellResult
-from harness.results import Results, ResultsError, load
+from harness.results import Results, load
 
 
 @dataclass
 class Repeatability:
     runs: list[tuple[str, Results]]
     same: int = 0
-    differing: dict[str, list[CellResult | None]] = field(default_factory=dict)  # cell -> its result in each run
-    reworded: dict[str, list[str]] = field(default_factory=dict)  # same outcome, another first line of the error
+    differing: dict[Cell, list[CellResult | None]] = field(default_factory=dict)  # cell -> its result in each run
+    reworded: dict[Cell, list[str]] = field(default_factory=dict)  # same outcome, another first line of the error
 
 
 def compare(runs: list[tuple[str, Results]]) -> Repeatability:
     if len(runs) < 2:
         raise ResultsError("repeatability needs at least two runs to compare")
     found = Repeatability(runs=runs)
-    by_run = [r.by_id() for _, r in runs]
-    for cell_id in sorted(set().union(*by_run)):
-        seen = [cells.get(cell_id) for cells in by_run]
+    by_run = [r.by_cell() for _, r in runs]
+    for cell in sorted(set().union(*by_run), key=lambda c: c.id):
+        seen = [cells.get(cell) for cells in by_run]
         if any(c is None for c in seen) or len({signature(c) for c in seen if c}) > 1:
-            found.differing[cell_id] = seen
+            found.differing[cell] = seen
         else:
             found.same += 1
             messages = [c.message or "" for c in seen if c]
             if len(set(messages)) > 1:
-                found.reworded[cell_id] = messages
+                found.reworded[cell] = messages
     return found
 
 
@@ -63,11 +65,12 @@ def combined(found: Repeatability) -> Results:
     """The first run's results, with every cell that differed across the runs labelled flaky."""
     _, first = found.runs[0]
     cells = {c.cell: c for c in first.cells}
-    for cell_id, outcomes in found.differing.items():
-        cell = cells.get(cell_id) or next(c for c in outcomes if c is not None)
-        cells[cell_id] = dataclasses.replace(cell, flaky=evidence(outcomes))
+    for cell, outcomes in found.differing.items():
+        result = cells.get(cell) or next(c for c in outcomes if c is not None)
+        cells[cell] = dataclasses.replace(result, flaky=evidence(outcomes))
+    ran = {cell.id for cell in cells}
     return Results(fingerprint=first.fingerprint, cells=list(cells.values()), complete=all(r.complete for _, r in found.runs),
-                   missing=sorted({m for _, r in found.runs for m in r.missing} - set(cells)), wall_time_s=first.wall_time_s,
+                   missing=sorted({m for _, r in found.runs for m in r.missing} - ran), wall_time_s=first.wall_time_s,
                    problems=first.problems)
 
 
@@ -90,15 +93,15 @@ def render(found: Repeatability, command: str | None = None) -> str:
     out.append(f"**{len(found.differing)} cells differ across the {len(runs)} runs**, {found.same} are the same in every run "
                "(compared by outcome, and for a failure by stage and exception type).")
     if found.differing:
-        rows = [[f"`{cell_id}`", *[report.cell_text(_describe(c))[:160] for c in outcomes]]
-                for cell_id, outcomes in found.differing.items()]
+        rows = [[f"`{cell.id}`", *[report.cell_text(_describe(c))[:160] for c in outcomes]]
+                for cell, outcomes in found.differing.items()]
         out += ["", "## Cells that differ (labelled flaky in the combined report)", "",
                 tabulate(rows, headers=["cell", *header[1:]], tablefmt="github")]
     if found.reworded:
         out += ["", f"## Same outcome, another first line of the error ({len(found.reworded)} cells)", "",
                 "Not a difference in the chart (messages carry addresses, sizes and the smallest example found), shown "
                 "so that a change of cause cannot hide:", ""]
-        rows = [[f"`{cell_id}`", *[report.cell_text(m)[:160] for m in messages]] for cell_id, messages in list(found.reworded.items())[:40]]
+        rows = [[f"`{cell.id}`", *[report.cell_text(m)[:160] for m in messages]] for cell, messages in list(found.reworded.items())[:40]]
         out.append(tabulate(rows, headers=["cell", *header[1:]], tablefmt="github"))
     out.append("")
     return "\n".join(out)

@@ -2,39 +2,50 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 from collections import defaultdict
 
 from tabulate import tabulate
 
 from harness import results as results_file
+from harness import tutorial
+from harness.cell import Cell
+from harness.columns import STYLES, Wrapping
 from harness.outcome import CellResult, Outcome, Stage
-from harness.path import Path
 from harness.results import Results
-from harness.wrapping import Wrapping
-from harness import perf, tutorial
+from harness.rows import Path
 
 FAILED = (Outcome.WRONG, Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
-STYLES = [w for w in Wrapping if w is not Wrapping.CONTROL]
 
 
 STAGE_ORDER = list(Stage)
 
 
-def blame_environment(cells: list[CellResult]) -> None:
-    """A cell that fails where its case's plain PyTorch control also fails, at the same stage or a later
-    one, is the environment's fault. A cell that fails earlier than the control did (at export, say,
-    when the control got as far as loading the package) is still the wrapping's own failure."""
-    by_id = {c.cell: c for c in cells}
-    for cell in cells:
-        cell.blamed_on = None
-        if cell.wrapping == Wrapping.CONTROL.value or cell.outcome not in FAILED:
-            continue
-        control = by_id.get(f"{cell.case}-{Wrapping.CONTROL.value}-{cell.path}")
+def blame_environment(cells: list[CellResult]) -> list[CellResult]:
+    """The cells with `blamed_on` set anew (the given ones are not changed). A cell that fails where its
+    case's plain PyTorch control also fails, at the same stage or a later one, is the environment's fault.
+    A cell that fails earlier than the control did (at export, say, when the control got as far as
+    loading the package) is still the wrapping's own failure."""
+    by_cell = {c.cell: c for c in cells}
+
+    def blamed_on(cell: CellResult) -> str | None:
+        if cell.wrapping is Wrapping.CONTROL or cell.outcome not in FAILED:
+            return None
+        control = by_cell.get(cell.cell.control())
         if control is None or control.outcome not in FAILED:
-            continue
+            return None
         if STAGE_ORDER.index(cell.stage or Stage.RUN) >= STAGE_ORDER.index(control.stage or Stage.SETUP):
-            cell.blamed_on = control.cell
+            return control.cell.id
+        return None
+
+    return [c if c.blamed_on == (blame := blamed_on(c)) else dataclasses.replace(c, blamed_on=blame) for c in cells]
+
+
+def judged(results: Results) -> Results:
+    """A copy of the results with the environment's failures blamed on it: what the reports show."""
+    return dataclasses.replace(results, cells=blame_environment(results.cells))
 
 
 def label(cell: CellResult) -> str:
@@ -133,7 +144,8 @@ def _counts(cells: list[CellResult], traces_into: bool) -> tuple[int, int]:
 
 def tutorial_chart(results: Results) -> tuple[str, list[str]]:
     """The tutorial's chart with every entry measured; returns the table and the disagreements."""
-    index: dict[tuple[str, str], list[CellResult]] = defaultdict(list)
+    results = judged(results)
+    index: dict[tuple[Path, Wrapping], list[CellResult]] = defaultdict(list)
     for cell in results.cells:
         index[(cell.path, cell.wrapping)].append(cell)
     rows, disagreements = [], []
@@ -141,7 +153,7 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
         links = ", ".join(f"[{p.value}](MATRIX.md#{p.value})" for p in row.paths)
         line = [f"{row.title} ({links})"]
         for style in STYLES:
-            cells = [c for p in row.paths for c in index.get((p.value, style.value), [])]
+            cells = [c for p in row.paths for c in index.get((p, style), [])]
             passed, counted = _counts(cells, row.traces_into)
             entry = _verdict(passed, counted)
             claim = row.claims.get(tutorial.COLUMN_OF[style])
@@ -150,14 +162,14 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
                     entry += f"; tutorial: {claim}"
                 else:
                     entry = f"**{entry}; tutorial says {claim}** ⚠"
-                    judged = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")] if row.traces_into else [
+                    contradicting = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")] if row.traces_into else [
                         c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)
                     ]
                     # the cells that contradict the claim
                     if row.traces_into:
-                        shown = [c.cell for c in judged if (c.kernel_in_graph == "traced") == (claim.lower() == "no")]
+                        shown = [c.cell.id for c in contradicting if (c.kernel_in_graph == "traced") == (claim.lower() == "no")]
                     else:
-                        shown = [c.cell for c in judged if (c.outcome is Outcome.PASS) == (claim.lower() == "no")]
+                        shown = [c.cell.id for c in contradicting if (c.outcome is Outcome.PASS) == (claim.lower() == "no")]
                     disagreements.append(
                         f"- **{row.title}**, {style.title}: tutorial says *{claim}*, measured {_verdict(passed, counted)} "
                         f"({links}): {', '.join(f'`{c}`' for c in sorted(shown)[:8])}"
@@ -169,17 +181,18 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
 
 
 def support_chart(results: Results) -> str:
-    by_path: dict[str, dict[str, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
+    results = judged(results)
+    by_path: dict[Path, dict[Wrapping, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
     for cell in results.cells:
         by_path[cell.path][cell.wrapping].append(cell)
     rows = []
     for path in Path:
-        if path.value not in by_path:
+        if path not in by_path:
             continue
-        control = by_path[path.value].get(Wrapping.CONTROL.value, [])
-        row = [f"[{path.title}](MATRIX.md#{path.value})"]
+        control = by_path[path].get(Wrapping.CONTROL, [])
+        row = [f"[{path.spec.title}](MATRIX.md#{path.value})"]
         for style in STYLES:
-            row.append(_support_entry(by_path[path.value].get(style.value, []), path))
+            row.append(_support_entry(by_path[path].get(style, []), path))
         row.append(_control_entry(control))
         rows.append(row)
     headers = ["row", *[s.title for s in STYLES], "control (PyTorch reference)"]
@@ -217,7 +230,7 @@ def support_chart(results: Results) -> str:
 
 
 def _speed_section(results: Results) -> list[str]:
-    rows = perf.speed_table(results.cells)
+    rows = speed_table(results.cells)
     if not rows:
         return []
     shapes = sorted({f"{c.case} {tuple(c.perf['shape'])} {c.perf['dtype']}" for c in results.cells if c.perf})
@@ -236,8 +249,38 @@ def _speed_section(results: Results) -> list[str]:
         "",
     ]
     if errors:
-        lines += [f"- `{c.cell}` failed at the benchmark size: {cell_text(c.perf['error'])}" for c in errors] + [""]
+        lines += [f"- `{c.cell.id}` failed at the benchmark size: {cell_text(c.perf['error'])}" for c in errors] + [""]
     return lines
+
+
+def speedup(cell: CellResult, by_cell: dict[Cell, CellResult]) -> float | None:
+    """The speed baseline's latency / this cell's (`--perf`): above 1 is faster than the raw kernel in eager."""
+    if not cell.perf or "median_ms" not in cell.perf:
+        return None
+    base = by_cell.get(cell.cell.speed_baseline())
+    if base is None or not base.perf or "median_ms" not in base.perf or cell.perf["median_ms"] <= 0:
+        return None
+    return base.perf["median_ms"] / cell.perf["median_ms"]
+
+
+def speed_table(cells: list[CellResult]) -> list[list[str]]:
+    """Rows of (path, one geometric-mean speed vs eager per wrapping, over the cases that passed)."""
+    by_cell = {c.cell: c for c in cells}
+    ratios: dict[Path, dict[Wrapping, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for c in cells:
+        ratio = speedup(c, by_cell)
+        if ratio is not None:
+            ratios[c.path][c.wrapping].append(ratio)
+    rows = []
+    for path in Path:
+        if path not in ratios:
+            continue
+        row = [path.spec.title]
+        for w in Wrapping:
+            values = ratios[path].get(w)
+            row.append(f"{math.exp(sum(map(math.log, values)) / len(values)):.2f}x ({len(values)})" if values else "")
+        rows.append(row)
+    return rows
 
 
 def _control_entry(control: list[CellResult]) -> str:
@@ -306,10 +349,11 @@ def timing_lines(results: Results) -> list[str]:
 
 
 def matrix(results: Results) -> str:
-    by_path: dict[str, list[CellResult]] = defaultdict(list)
+    results = judged(results)
+    by_path: dict[Path, list[CellResult]] = defaultdict(list)
     for cell in results.cells:
         by_path[cell.path].append(cell)
-    by_id = results.by_id()
+    by_cell = results.by_cell()
     out = ["# Matrix: every cell", "", *_environment_lines(results), ""]
     out.append(
         "Outcomes: `pass`; `WRONG` (ran, numbers differ from the reference); `fail @stage` (an exception); "
@@ -321,17 +365,17 @@ def matrix(results: Results) -> str:
     if timing:
         out += ["", "Timing:", "", *timing]
     for path in Path:
-        cells = by_path.get(path.value)
+        cells = by_path.get(path)
         if not cells:
             continue
-        out += ["", f'<a id="{path.value}"></a>', f"## {path.title}", ""]
-        grid: dict[str, dict[str, str]] = defaultdict(dict)
+        out += ["", f'<a id="{path.value}"></a>', f"## {path.spec.title}", ""]
+        grid: dict[str, dict[Wrapping, str]] = defaultdict(dict)
         for c in cells:
-            ratio = perf.speedup(c, by_id)
+            ratio = speedup(c, by_cell)
             grid[c.case][c.wrapping] = label(c) + (f", {ratio:.2f}x eager" if ratio is not None else "")
-        rows = [[case, *[grid[case].get(w.value, "") for w in Wrapping]] for case in sorted(grid)]
+        rows = [[case, *[grid[case].get(w, "") for w in Wrapping]] for case in sorted(grid)]
         out.append(tabulate(rows, headers=["case", *[w.value for w in Wrapping]], tablefmt="github"))
-        details = [c for c in sorted(cells, key=lambda c: c.cell) if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky]
+        details = [c for c in sorted(cells, key=lambda c: c.cell.id) if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky]
         if details:
             out += ["", tabulate([_detail(c) for c in details], headers=["cell", "outcome", "error (first line)", "smallest failing example"], tablefmt="github")]
     out.append("")
@@ -350,7 +394,7 @@ def _detail(cell: CellResult) -> list[str]:
         error = f"control {cell.blamed_on} fails too. {error}"
     if cell.flaky:
         error = f"FLAKY, {cell.flaky}. This run: {error}"
-    return [f"`{cell.cell}`", label(cell), cell_text(error), cell_text(cell.example or "")]
+    return [f"`{cell.cell.id}`", label(cell), cell_text(error), cell_text(cell.example or "")]
 
 
 def cell_text(text: str) -> str:
@@ -359,9 +403,10 @@ def cell_text(text: str) -> str:
 
 
 def write(results: Results, directory: str) -> list[str]:
-    """Write the three reports. All three are rendered before any is replaced, and each is replaced
-    atomically: an interruption leaves the old set or the new one (a file is never half-written)."""
-    blame_environment(results.cells)
+    """Write the three reports (the given results are not changed). All three are rendered before any is
+    replaced, and each is replaced atomically: an interruption leaves the old set or the new one (a file is
+    never half-written)."""
+    results = judged(results)
     texts = {"results.json": results_file.dumps(results), "MATRIX.md": matrix(results), "SUPPORT.md": support_chart(results)}
     os.makedirs(directory, exist_ok=True)
     paths = []

@@ -8,15 +8,13 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.cell import Cell
+from harness.errors import CellIdError, ResultsError
 from harness.outcome import CellResult
 
 SCHEMA = "triton-compat-matrix/results"
 VERSION = 2
 READABLE = (1, 2)  # version 1 differs only in the names of the timings, which load() renames
-
-
-class ResultsError(ValueError):
-    """A results file that cannot be used: the message names the file and what is wrong."""
 
 
 @dataclass
@@ -40,10 +38,10 @@ class Results:
             "wall_time_s": self.wall_time_s,
             "problems": self.problems,
             "fingerprint": self.fingerprint,
-            "cells": [c.to_json() for c in sorted(self.cells, key=lambda c: c.cell)],
+            "cells": [c.to_json() for c in sorted(self.cells, key=lambda c: c.cell.id)],
         }
 
-    def by_id(self) -> dict[str, CellResult]:
+    def by_cell(self) -> dict[Cell, CellResult]:
         return {c.cell: c for c in self.cells}
 
 
@@ -82,15 +80,8 @@ def load(path: str) -> Results:
     if data.get("version") not in READABLE:
         readable = " and ".join(str(v) for v in READABLE)
         raise ResultsError(f"{path}: results schema version {data.get('version')!r}; this harness reads versions {readable}")
-    from harness.cell import Cell
-
     try:
         cells = [CellResult.from_json(c) for c in data["cells"]]
-        for cell in cells:
-            try:
-                Cell.parse(cell.cell)
-            except ValueError as exc:
-                raise ResultsError(f"{path}: unknown cell id: {exc}") from None
         return Results(
             fingerprint=data["fingerprint"],
             cells=cells,
@@ -100,5 +91,7 @@ def load(path: str) -> Results:
             problems=data.get("problems", []),
             interrupted=data.get("interrupted"),
         )
+    except CellIdError as exc:
+        raise ResultsError(f"{path}: unknown cell id: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{path}: malformed results: {type(exc).__name__}: {exc}") from None

@@ -6,8 +6,10 @@ replaced after a crash, a timeout, or a cell that leaves the GPU unusable, and a
 started while the current one works, takes over at once, so a replacement costs no start-up time.
 
 Protocol: the parent writes one JSON request a line to the child's stdin; the child answers on its
-original stdout with JSON events (`ready`, `stage`, `result`, `unhealthy`). The child's own stdout and
-stderr (kernels' prints, warnings, faulthandler dumps) go to a log file the parent reads on a crash.
+original stdout with JSON events (`ready`, `stage`, `result`, then `healthy` or `unhealthy`); the parent
+handles each event with a method of its own (`_on_<event>`), and a closed pipe (`eof`) or a deadline passed
+(`timeout`) are events too. The child's own stdout and stderr (kernels' prints, warnings, faulthandler
+dumps) go to a log file the parent reads on a crash.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.cell import Cell, Settings
+from harness.cell import Cell
+from harness.errors import RunnerDied
 from harness.outcome import CellResult, Memory, Outcome, Stage
+from harness.settings import Settings
 
 LOG_TAIL_LINES = 40
 INDUCTOR_CACHE = "inductor-cache"  # inside a run's cache directory
@@ -62,8 +66,20 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, 
     return env
 
 
-class RunnerDied(Exception):
-    pass
+HEALTH_CHECK_S = 60.0  # how long the answer to the health check after a cell may take
+
+
+@dataclass
+class _Watch:
+    """One cell as the parent follows it through the runner's events."""
+
+    cell: Cell
+    timeout: float
+    log_offset: int
+    deadline: float
+    stage: Stage = Stage.SETUP
+    result: CellResult | None = None
+    done: bool = False
 
 
 class Runner:
@@ -180,35 +196,25 @@ class Runner:
 
     # -- running a cell -----------------------------------------------------------------------
 
-    def run(self, cell: Cell, config: Settings, timeout: float) -> CellResult:
+    def run(self, cell: Cell, settings: Settings, timeout: float) -> CellResult:
         began = time.perf_counter()
         started = 0.0
         if not self._alive():
             self.stop()
             started = self._start()
         assert self._proc and self._proc.stdin
-        log_offset = os.path.getsize(self.log_path)
-        request = {"cell": cell.id, "settings": asdict(config)}
+        watch = _Watch(cell, timeout, log_offset=os.path.getsize(self.log_path), deadline=time.monotonic() + timeout)
+        request = {"cell": cell.id, "settings": asdict(settings)}
         self._proc.stdin.write((json.dumps(request) + "\n").encode())
         self._proc.stdin.flush()
-
-        stage = Stage.SETUP
-        deadline = time.monotonic() + timeout
-        result: CellResult | None = None
-        while result is None:
-            event = self._next_event(deadline)
-            if event is None or event["event"] == "eof":
-                result = self._lost(cell, stage, timeout, log_offset, timed_out=event is None)
-            elif event["event"] == "stage":
-                stage = Stage(event["stage"])
-            elif event["event"] == "result":
-                result = CellResult.from_json(event["result"])
-                self._served += 1
-                healthy = self._next_event(time.monotonic() + 60)
-                if healthy is None or healthy["event"] != "healthy":
-                    # The cell left the process unusable (a poisoned CUDA context): the next cell gets a new one.
-                    result.log_tail = self._log_tail(log_offset)
-                    self.stop()
+        while not watch.done:
+            event = self._next_event(watch.deadline) or {"event": "timeout"}
+            handler = getattr(self, f"_on_{event['event']}", None)
+            if handler is None:
+                raise RuntimeError(f"the runner sent an unknown event: {event}")
+            handler(watch, event)
+        result = watch.result
+        assert result is not None
         if self.cells_per_process and self._served >= self.cells_per_process:
             self.stop()
         result.timings.process_start = started
@@ -217,7 +223,43 @@ class Runner:
         result.timings.finished = time.time()
         return result
 
-    def _lost(self, cell: Cell, stage: Stage, timeout: float, log_offset: int, timed_out: bool) -> CellResult:
+    # -- the runner's events, one method each ----------------------------------------------------
+
+    def _on_stage(self, watch: _Watch, event: dict[str, Any]) -> None:
+        watch.stage = Stage(event["stage"])
+
+    def _on_result(self, watch: _Watch, event: dict[str, Any]) -> None:
+        watch.result = CellResult.from_json(event["result"])
+        self._served += 1
+        watch.deadline = time.monotonic() + HEALTH_CHECK_S  # the health check follows
+
+    def _on_healthy(self, watch: _Watch, event: dict[str, Any]) -> None:
+        watch.done = True
+
+    def _on_unhealthy(self, watch: _Watch, event: dict[str, Any]) -> None:
+        """The cell left the process unusable (a poisoned CUDA context): the next cell gets a new one."""
+        assert watch.result is not None
+        watch.result.log_tail = self._log_tail(watch.log_offset)
+        self.stop()
+        watch.done = True
+
+    def _on_eof(self, watch: _Watch, event: dict[str, Any]) -> None:
+        """The runner closed its end: it died."""
+        self._gone(watch, timed_out=False)
+
+    def _on_timeout(self, watch: _Watch, event: dict[str, Any]) -> None:
+        """The deadline passed with no event."""
+        self._gone(watch, timed_out=True)
+
+    def _gone(self, watch: _Watch, timed_out: bool) -> None:
+        """No answer: during the cell, a crash or a timeout; in the health check after it, a process to replace."""
+        if watch.result is not None:
+            self._on_unhealthy(watch, {})
+            return
+        watch.result = self._lost(watch, timed_out)
+        watch.done = True
+
+    def _lost(self, watch: _Watch, timed_out: bool) -> CellResult:
         proc = self._proc
         assert proc
         if not timed_out:
@@ -227,12 +269,13 @@ class Runner:
                 pass
         self.stop()
         returncode = proc.returncode
-        tail = self._log_tail(log_offset)
-        result = CellResult(cell=cell.id, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value, outcome=Outcome.CRASH, stage=stage)
+        stage = watch.stage
+        tail = self._log_tail(watch.log_offset)
+        result = CellResult(watch.cell, Outcome.CRASH, stage=stage)
         result.log_tail = tail
         if timed_out:
             result.outcome = Outcome.TIMEOUT
-            result.message = f"no result after {timeout:.0f} s, during {stage.value}"
+            result.message = f"no result after {watch.timeout:.0f} s, during {stage.value}"
         else:
             if returncode is not None and returncode < 0:
                 result.signal = signal.Signals(-returncode).name
@@ -355,8 +398,8 @@ def main(case_modules: list[str]) -> None:
 
     import torch
 
-    from harness import cell as cells
     from harness import registry
+    from harness.execute import Execution
 
     cases = registry.load(case_modules).cases  # the plugin reports the problems
     from harness.probe import broken_dtypes
@@ -381,18 +424,14 @@ def main(case_modules: list[str]) -> None:
     for line in sys.stdin:
         request = json.loads(line)
         cell = Cell.parse(request["cell"])
-        config = Settings(**request["settings"])
+        settings = Settings(**request["settings"])
         case = cases.get(cell.case)
         if case is None:
-            result = CellResult(
-                cell=cell.id, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value,
-                outcome=Outcome.ERROR, stage=Stage.SETUP, message=f"no case named {cell.case!r} in {case_modules}",
-            )
+            result = CellResult(cell, Outcome.ERROR, stage=Stage.SETUP, message=f"no case named {cell.case!r} in {case_modules}")
         else:
             before = _memory_before(device)
-            result = cells.run(
-                cell, case, config, device, on_stage=lambda s: send({"event": "stage", "stage": s.value}), broken_dtypes=broken
-            )
+            announce = lambda stage: send({"event": "stage", "stage": stage.value})  # noqa: E731
+            result = Execution(cell, case, settings, device, announce=announce, broken_dtypes=broken).run()
             result.memory = _memory_after(device, before)
         send({"event": "result", "result": result.to_json()})
         if not _health_check(device):

@@ -1,6 +1,7 @@
 """Subsystem rows: does a style compose with opcheck, FlopCounterMode, a CPU fallback, a tensor subclass?
 
-Each builds a (program, reference) pair whose results the cell compares like any other path's.
+Each builds a (program, reference) pair whose results the cell compares like any other path's; where each
+row applies is in its entry in harness.rows.
 """
 
 from __future__ import annotations
@@ -10,28 +11,15 @@ from typing import Any, Callable
 import torch
 
 from harness.case import Case
+from harness.columns import Wrapping
+from harness.errors import HarnessError
 from harness.outcome import first_line
-from harness.path import Path
-from harness.wrapping import Wrapping
+from harness.rows import Path
 from harness.wrapping import build as build_wrapping
 
-OPERATOR_STYLES = (Wrapping.TRITON_OP, Wrapping.CUSTOM_OP)
 
-
-class OpcheckFailed(AssertionError):
-    pass
-
-
-def not_applicable(path: Path, case: Case, wrapping: Wrapping) -> str | None:
-    """Why a subsystem row does not apply to this cell, or None."""
-    if path is Path.OPCHECK and wrapping not in OPERATOR_STYLES:
-        return "opcheck tests torch.library operators; this style is none"
-    if path is Path.FLOP_COUNTER:
-        if case.flops is None:
-            return "the case declares no flop formula"
-        if wrapping is Wrapping.CONTROL:
-            return "the control's own flop count is the yardstick of the other styles"
-    return None
+class OpcheckFailed(HarnessError, AssertionError):
+    """opcheck's tests failed for the operator: a finding about the style, recorded as its error type."""
 
 
 def _flop_count(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> int:

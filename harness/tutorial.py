@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.path import Path
-from harness.wrapping import Wrapping
+from harness.columns import Wrapping
+from harness.rows import Path
 
 SOURCE = "PyTorch tutorial: Using User-Defined Triton Kernels with torch.compile (chart of which API to use)"
 
@@ -20,7 +20,7 @@ COLUMN_OF = {
 
 
 @dataclass(frozen=True)
-class Row:
+class TutorialRow:
     title: str
     paths: tuple[Path, ...]  # the measured rows whose cells test this claim
     claims: dict[str, str]  # tutorial column -> its published answer; empty for rows the tutorial lacks
@@ -28,40 +28,40 @@ class Row:
 
 
 ROWS = (
-    Row("Supports inference", (Path.EAGER,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
-    Row("Supports training", (Path.TRAIN_EAGER,), {RAW: "In the majority of cases", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
-    Row("Supports torch.compile", (Path.COMPILE_DEFAULT,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
-    Row(
+    TutorialRow("Supports inference", (Path.EAGER,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
+    TutorialRow("Supports training", (Path.TRAIN_EAGER,), {RAW: "In the majority of cases", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
+    TutorialRow("Supports torch.compile", (Path.COMPILE_DEFAULT,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
+    TutorialRow(
         "Supports torch.compile(fullgraph=True)",
         (Path.COMPILE_FULLGRAPH,),
         {RAW: "In the majority of cases", TRITON_OP: "In the majority of cases", CUSTOM_OP: "In all cases"},
     ),
-    Row(
+    TutorialRow(
         "Does torch.compile trace into the implementation?",
         (Path.COMPILE_FULLGRAPH,),
         {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"},
         traces_into=True,
     ),
-    Row("Supports AOTInductor", (Path.AOTI_STRICT, Path.AOTI_NONSTRICT), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}),
+    TutorialRow("Supports AOTInductor", (Path.AOTI_STRICT, Path.AOTI_NONSTRICT), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}),
     # The same claim, for a package deployed where there is no Python (a C++ server).
-    Row(
+    TutorialRow(
         "Supports AOTInductor, run from C++ without Python",
         (Path.AOTI_CPP_STRICT, Path.AOTI_CPP_NONSTRICT),
         {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"},
     ),
-    Row(
+    TutorialRow(
         "Supports PyTorch subsystems (FlopCounterMode, CPU fallback, tensor subclasses)",
         (Path.FLOP_COUNTER, Path.CPU_FALLBACK, Path.TENSOR_SUBCLASS),
         {RAW: "No", TRITON_OP: "Yes", CUSTOM_OP: "Yes"},
     ),
     # Rows the tutorial does not have.
-    Row("Supports torch.export(strict=True)", (Path.EXPORT_STRICT,), {}),
-    Row("Supports torch.export(strict=False)", (Path.EXPORT_NONSTRICT,), {}),
-    Row("Supports AOTInductor from strict export", (Path.AOTI_STRICT,), {}),
-    Row("Supports AOTInductor from non-strict export", (Path.AOTI_NONSTRICT,), {}),
-    Row("Supports training under torch.compile", (Path.TRAIN_COMPILE_DEFAULT,), {}),
-    Row("Supports training under torch.compile(fullgraph=True)", (Path.TRAIN_COMPILE_FULLGRAPH,), {}),
-    Row("Passes torch.library.opcheck", (Path.OPCHECK,), {}),
+    TutorialRow("Supports torch.export(strict=True)", (Path.EXPORT_STRICT,), {}),
+    TutorialRow("Supports torch.export(strict=False)", (Path.EXPORT_NONSTRICT,), {}),
+    TutorialRow("Supports AOTInductor from strict export", (Path.AOTI_STRICT,), {}),
+    TutorialRow("Supports AOTInductor from non-strict export", (Path.AOTI_NONSTRICT,), {}),
+    TutorialRow("Supports training under torch.compile", (Path.TRAIN_COMPILE_DEFAULT,), {}),
+    TutorialRow("Supports training under torch.compile(fullgraph=True)", (Path.TRAIN_COMPILE_FULLGRAPH,), {}),
+    TutorialRow("Passes torch.library.opcheck", (Path.OPCHECK,), {}),
 )
 
 

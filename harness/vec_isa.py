@@ -43,7 +43,7 @@ def share(cache_dir: str) -> None:
             cpu_vec_isa.VecISA.check_build = check
 
     def valid_vec_isa_list() -> list[Any]:
-        from torch.utils._filelock import FileLock
+        from filelock import FileLock
 
         cpu_vec_isa.valid_vec_isa_list = original  # asked once: later calls go straight to Inductor
         os.makedirs(cache_dir, exist_ok=True)

@@ -1,8 +1,7 @@
-"""Wrapping styles (the chart's columns), each built from a case's launcher and kernels."""
+"""Building the wrapping styles (the chart's columns, harness.columns) from a case's launcher and kernels."""
 
 from __future__ import annotations
 
-import enum
 import inspect
 import linecache
 import math
@@ -13,29 +12,7 @@ from typing import Any, Callable
 import torch
 
 from harness.case import Case, kernel_name
-
-OP_NAMESPACE = "tcm"
-
-
-class Wrapping(str, enum.Enum):
-    RAW = "raw"  # @triton.jit launched from a plain Python function
-    RAW_AUTOGRAD = "raw_autograd"  # the same launcher inside a torch.autograd.Function with the case's backward
-    TRITON_OP = "triton_op"  # torch.library.triton_op + wrap_triton
-    CUSTOM_OP = "custom_op"  # torch.library.custom_op + register_fake: opaque to the compiler
-    CONTROL = "control"  # the case's plain PyTorch reference, no Triton at all
-
-    @property
-    def title(self) -> str:
-        return _TITLES[self]
-
-
-_TITLES = {
-    Wrapping.RAW: "raw @triton.jit",
-    Wrapping.RAW_AUTOGRAD: "raw kernel in autograd.Function",
-    Wrapping.TRITON_OP: "triton_op + wrap_triton",
-    Wrapping.CUSTOM_OP: "custom_op + register_fake",
-    Wrapping.CONTROL: "control (PyTorch reference)",
-}
+from harness.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
 
 
 def _poison_value(dtype: torch.dtype) -> Any:
@@ -119,7 +96,7 @@ def _backward_callable(case: Case, style: Wrapping) -> Callable[..., Any]:
     bwd = case.backward
     if not bwd.kernels:
         return lambda grad, *inputs: bwd.launch(None, grad, *inputs)
-    if style in (Wrapping.TRITON_OP, Wrapping.CUSTOM_OP):
+    if style in OPERATOR_STYLES:
 
         def fake(grad: Any, *inputs: Any) -> Any:
             grads = tuple(torch.empty_like(x) for x in inputs if isinstance(x, torch.Tensor))
@@ -219,7 +196,7 @@ def _build(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Callable[..., 
     if wrapping is Wrapping.RAW_AUTOGRAD:
         return _autograd_function(case).apply
 
-    if wrapping in (Wrapping.TRITON_OP, Wrapping.CUSTOM_OP):
+    if wrapping in OPERATOR_STYLES:
         name = f"{case.name}_{wrapping.value}" + ("_cpu_fallback" if cpu_fallback else "")
         op = _operator(name, case.launch, case.kernels, wrapping, case.mutates, lambda *inputs: case.reference(*inputs))
         if case.backward is not None:

@@ -4,10 +4,11 @@ import tempfile
 
 import pytest
 
-from harness.cell import Cell, Settings
-from harness.path import Path
+from harness.cell import Cell
+from harness.columns import Wrapping
+from harness.rows import Path
 from harness.runner import Runner, runner_env
-from harness.wrapping import Wrapping
+from harness.settings import Settings
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted.py")
 

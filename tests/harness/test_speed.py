@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from harness import bench, vec_isa
+from harness.cell import Cell
 from harness.outcome import CellResult, Memory, Outcome, Timings
 from harness.results import Results, load
 from tests.harness.conftest import PLANTED
@@ -15,9 +16,8 @@ from tests.harness.test_pytest_matrix import ROOT, outcomes, run_matrix
 
 
 def _cell(name, work, wall, worker="gw0", outcome=Outcome.PASS, allocated=None, finished=0.0, start=0.0):
-    case, wrapping, path = name.rsplit("-", 2)
     return CellResult(
-        cell=name, case=case, wrapping=wrapping, path=path, outcome=outcome, worker=worker,
+        Cell.parse(name), outcome, worker=worker,
         timings=Timings(work=work, wall=wall, overhead=wall - work, finished=finished, process_start=start),
         memory=Memory(gpu_allocated_after_mb=allocated, gpu_peak_mb=(allocated or 0) + 10, host_peak_mb=900.0),
     )
@@ -52,7 +52,7 @@ def test_version_1_results_files_still_load_with_their_timings_renamed():
     raw = json.load(open(path))
     assert raw["version"] == 1
     first = raw["cells"][0]["timings"]
-    t = old.by_id()[raw["cells"][0]["cell"]].timings
+    t = old.by_cell()[Cell.parse(raw["cells"][0]["cell"])].timings
     assert (t.setup, t.compile, t.run) == (first["wrap"], first["build"], first["check"])
     assert t.work == pytest.approx(t.setup + t.compile + t.run)
 

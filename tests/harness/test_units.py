@@ -11,12 +11,14 @@ from hypothesis import strategies as st
 from harness import Backward, Case, CaseError, inputs, registry
 from harness.__main__ import main as cli
 from harness.__main__ import merge
-from harness.cell import Cell, Mismatch, compare
+from harness.cell import Cell
+from harness.columns import Wrapping
+from harness.errors import Mismatch, ResultsError
+from harness.numerics import assert_close
 from harness.outcome import CellResult, Outcome, Stage
-from harness.path import Path
 from harness.report import blame_environment, support_chart
-from harness.results import Results, ResultsError, load, save
-from harness.wrapping import Wrapping
+from harness.results import Results, load, save
+from harness.rows import Path
 
 from tests.harness.conftest import PLANTED
 from tests.harness.planted import CASES, _launch_with, copy_kernel
@@ -89,20 +91,19 @@ def test_every_builtin_case_loads_and_duplicates_are_reported():
 def test_compare_checks_values_shapes_and_declared_mutation():
     case = CASES[0]
     x = torch.ones(4)
-    compare(case, torch.float32, [x], [x.clone()], ["out"])
+    assert_close(case, torch.float32, [x], [x.clone()], ["out"])
     with pytest.raises(Mismatch) as info:
-        compare(case, torch.float32, [x], [x + 1], ["out"])
+        assert_close(case, torch.float32, [x], [x + 1], ["out"])
     assert info.value.max_error == 1.0 and info.value.mismatched == "4 of 4 elements"
     with pytest.raises(Mismatch, match="shape/dtype"):
-        compare(case, torch.float32, [x], [torch.ones(5)], ["out"])
+        assert_close(case, torch.float32, [x], [torch.ones(5)], ["out"])
     with pytest.raises(Mismatch) as info:
-        compare(case, torch.float32, [x], [torch.full((4,), math.nan)], ["out"])
+        assert_close(case, torch.float32, [x], [torch.full((4,), math.nan)], ["out"])
     assert "never written" in info.value.mismatched
 
 
 def _result(cell_id, outcome=Outcome.PASS, stage=None):
-    cell = Cell.parse(cell_id)
-    return CellResult(cell=cell_id, case=cell.case, wrapping=cell.wrapping.value, path=cell.path.value, outcome=outcome, stage=stage)
+    return CellResult(Cell.parse(cell_id), outcome, stage=stage)
 
 
 FINGERPRINT = {"mode": "gpu", "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0", "gpu": {"name": "H200"}, "compiler": {"CXX": "g++"}}
@@ -116,8 +117,7 @@ def test_environment_blame_needs_the_control_to_fail_no_later_than_the_cell():
         _result("add-custom_op-aoti_strict"),
         _result("add-raw-export_strict", Outcome.FAIL, Stage.EXPORT),
     ]
-    blame_environment(cells)
-    blamed = {c.cell: c.blamed_on for c in cells}
+    blamed = {c.cell.id: c.blamed_on for c in blame_environment(cells)}
     assert blamed["add-triton_op-aoti_strict"] == "add-control-aoti_strict"
     assert blamed["add-raw-aoti_strict"] is None  # failed before the control did: the wrapping's fault
     assert blamed["add-custom_op-aoti_strict"] is None
@@ -132,8 +132,7 @@ def test_environment_blame_needs_the_control_to_fail_no_later_than_the_cell():
         _result("add-custom_op-aoti_cpp_strict", Outcome.FAIL, Stage.CPP_BUILD),
         _result("add-triton_op-aoti_cpp_strict", Outcome.FAIL, Stage.WRAP),
     ]
-    blame_environment(cpp)
-    assert [c.blamed_on for c in cpp] == [None, "add-control-aoti_cpp_strict", None]  # wrapping fails before the build
+    assert [c.blamed_on for c in blame_environment(cpp)] == [None, "add-control-aoti_cpp_strict", None]  # wrapping fails before the build
 
 
 def test_support_chart_counts_yes_no_partial():
@@ -174,7 +173,7 @@ def test_report_command_merges_split_runs_of_one_environment(tmp_path, capsys):
     save(Results(fingerprint=FINGERPRINT, cells=[_result("add-raw-aoti_strict", Outcome.CRASH, Stage.AOT_LOAD)]), str(second))
     assert cli(["report", str(first), str(second), "--out", str(tmp_path / "out")]) == 0
     merged = load(str(tmp_path / "out" / "results.json"))
-    assert {c.cell for c in merged.cells} == {"add-raw-eager", "add-raw-aoti_strict"}
+    assert {c.cell.id for c in merged.cells} == {"add-raw-eager", "add-raw-aoti_strict"}
 
     other = tmp_path / "c.json"
     save(Results(fingerprint={**FINGERPRINT, "torch": "2.12.0"}, cells=[_result("add-raw-export_strict")]), str(other))
@@ -207,7 +206,7 @@ def test_tutorial_chart_marks_where_measurements_disagree():
 def test_warnings_pytorch_logs_during_a_cell_are_kept_even_from_non_propagating_loggers():
     import logging
 
-    from harness.cell import _captured_warnings
+    from harness.execute import _captured_warnings
     from harness.report import label
 
     result = _result("add-raw-compile_fullgraph")
@@ -223,7 +222,7 @@ def test_scalar_inputs_are_drawn_where_the_artifact_is_made_per_call_and_fixed_w
     from hypothesis import given, settings
 
     from harness.case import Example
-    from harness.cell import _example_strategy
+    from harness.execute import examples
 
     case = registry.load().cases["scaled_add"]
     drawn = case.inputs(Example(torch.float32, (5,), 0, (("alpha", -1.5), ("repeat", 3))), "cpu")
@@ -232,7 +231,7 @@ def test_scalar_inputs_are_drawn_where_the_artifact_is_made_per_call_and_fixed_w
     seen = {"compile": set(), "export": set()}
 
     @settings(max_examples=60, derandomize=True, database=None)
-    @given(compiled=_example_strategy(case, Path.COMPILE_DEFAULT), exported=_example_strategy(case, Path.EXPORT_STRICT))
+    @given(compiled=examples(case, Path.COMPILE_DEFAULT), exported=examples(case, Path.EXPORT_STRICT))
     def draw(compiled, exported):
         seen["compile"].add(dict(compiled.scalars)["repeat"])
         seen["export"].add(exported.scalars)
@@ -256,16 +255,17 @@ def test_the_readmes_case_table_is_the_generated_one():
 
 
 def test_cell_timeouts_per_row_and_a_clear_error_for_an_unknown_row():
-    from harness.path import parse_timeouts, timeout_for
+    from harness.errors import UsageError
+    from harness.rows import parse_timeouts, timeout_for
 
     chosen = parse_timeouts(["120", "aoti=1800", "aoti_nonstrict=2400"])
     assert timeout_for(Path.AOTI_NONSTRICT, chosen) == 2400  # the path beats its kind
     assert timeout_for(Path.AOTI_STRICT, chosen) == 1800  # the kind beats every cell's
     assert timeout_for(Path.EAGER, chosen) == 120
-    assert timeout_for(Path.AOTI_STRICT, {}) == Path.AOTI_STRICT.timeout_s == 900
-    with pytest.raises(ValueError, match="unknown row 'aoti_fast'; give a path \\(eager, "):
+    assert timeout_for(Path.AOTI_STRICT, {}) == Path.AOTI_STRICT.spec.timeout_s == 900
+    with pytest.raises(UsageError, match="unknown row 'aoti_fast'; give a path \\(eager, "):
         parse_timeouts(["aoti_fast=10"])
-    with pytest.raises(ValueError, match="'ten' is not a number of seconds"):
+    with pytest.raises(UsageError, match="'ten' is not a number of seconds"):
         parse_timeouts(["eager=ten"])
 
 
@@ -293,3 +293,67 @@ def test_an_interrupt_while_the_reports_are_written_waits_until_they_are_done():
         written = True  # reached: neither signal interrupted the block
     assert written and received == ["SIGINT", "SIGTERM"]
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_every_row_holds_every_fact_and_its_kind_has_a_builder():
+    from harness import builders
+    from harness.rows import Examples, Kind, Row
+
+    titles = [p.spec.title for p in Path]
+    assert len(set(titles)) == len(titles)
+    for path in Path:
+        assert path.value == path.spec.name == path.name.lower()
+        assert path.spec.kind in builders.BUILDERS, f"{path.value}: no builder for kind {path.spec.kind}"
+    assert set(builders.BUILDERS) == set(Kind)
+    with pytest.raises(TypeError, match="row 'compile_fast' lacks torch.compile options"):
+        Row("compile_fast", Kind.COMPILE, "torch.compile, fast", timeout_s=60, cost=1, timed=True, examples=Examples.DRAWN)
+    with pytest.raises(TypeError, match="row 'aoti_x' lacks a cost above 0, export strictness"):
+        Row("aoti_x", Kind.AOTI, "AOTInductor x", timeout_s=60, cost=0, timed=True, examples=Examples.BATCH)
+
+
+def test_a_cell_names_its_control_its_speed_baseline_and_its_test():
+    cell = Cell.parse("add-triton_op-aoti_cpp_strict")
+    assert cell.control() == Cell("add", Wrapping.CONTROL, Path.AOTI_CPP_STRICT)
+    assert cell.speed_baseline() == Cell("add", Wrapping.RAW, Path.EAGER)
+    assert Cell.parse("add-custom_op-train_compile_default").speed_baseline() == Cell("add", Wrapping.RAW_AUTOGRAD, Path.TRAIN_EAGER)
+    assert cell.package_key("float16") == Cell.parse("add-triton_op-aoti_strict").package_key("float16") == "add-triton_op-strict-float16"
+    assert Cell.parse("add-triton_op-export_strict").package_key("float16") is None
+    assert Cell.of_test("tests/test_matrix.py::test_cell[add_autotuned-raw-eager]") == Cell("add_autotuned", Wrapping.RAW, Path.EAGER)
+    assert Cell.of_test("tests/harness/test_units.py::test_cell_ids_round_trip") is None
+
+
+def test_reports_diffs_and_repeat_comparisons_leave_the_results_they_are_given_unchanged(tmp_path):
+    from harness import diff, repeat, report
+
+    results = Results(fingerprint=FINGERPRINT, cells=[
+        _result("add-control-aoti_strict", Outcome.CRASH, Stage.AOT_LOAD),
+        _result("add-triton_op-aoti_strict", Outcome.CRASH, Stage.AOT_LOAD),
+        _result("add-raw-eager"),
+    ])
+    other = Results(fingerprint=FINGERPRINT, cells=[_result("add-control-aoti_strict"), _result("add-triton_op-aoti_strict"),
+                                                    _result("add-raw-eager", Outcome.WRONG, Stage.RUN)])
+    before = [json.dumps(r.to_json(), sort_keys=True) for r in (results, other)]
+    report.write(results, str(tmp_path))
+    report.support_chart(results), report.matrix(results), report.tutorial_chart(results)
+    found = diff.compare(results, other)
+    compared = repeat.compare([("a", results), ("b", other)])
+    repeat.combined(compared)
+    assert [json.dumps(r.to_json(), sort_keys=True) for r in (results, other)] == before
+    assert load(str(tmp_path / "results.json")).by_cell()[Cell.parse("add-triton_op-aoti_strict")].blamed_on == "add-control-aoti_strict"
+    assert [a.cell.id for a, _ in found.regressed] == ["add-raw-eager"]
+
+
+def test_the_results_tools_run_where_torch_cannot_be_imported(tmp_path):
+    """`report` and `diff` read and write results files only: a CI job that merges or diffs them needs no torch."""
+    import subprocess
+    import sys
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    gpu, cpu = (os.path.join(root, "reports", m, "results.json") for m in ("gpu", "cpu"))
+    blocked = "import sys, runpy; [sys.modules.__setitem__(m, None) for m in ('torch', 'triton', 'hypothesis', 'numpy')]; "
+    for args, status in ((["diff", gpu, cpu, "--out", str(tmp_path / "diff.md")], 1), (["report", gpu, "--out", str(tmp_path)], 0)):
+        code = blocked + f"sys.argv = ['harness', *{args!r}]; runpy.run_module('harness', run_name='__main__')"
+        done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
+        assert done.returncode == status, done.stderr
+    assert "regressed" in (tmp_path / "diff.md").read_text()
+    assert (tmp_path / "SUPPORT.md").read_text() == open(os.path.join(root, "reports", "gpu", "SUPPORT.md")).read()

@@ -1,0 +1,72 @@
+"""The harness's own exceptions, under one base.
+
+Exceptions from PyTorch, Triton and a case's own code are foreign: `harness.execute` maps them to a cell's
+outcome in one place (a StageFailure, a CaseCodeError). An exception defined elsewhere in the harness
+derives from HarnessError too; those whose names a results file records as a cell's `error_type`
+(cpp_runtime.BuildFailure and RuntimeFailure, subsystems.OpcheckFailed) stay in their modules so that the
+recorded name does not change.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.outcome import Stage
+
+
+class HarnessError(Exception):
+    """Base of every exception the harness raises on purpose."""
+
+
+class UsageError(HarnessError, ValueError):
+    """A command-line option or argument the user gave is wrong: the message names it and the fix."""
+
+
+class CellIdError(HarnessError, ValueError):
+    """Text that is not a cell id (CASE-WRAPPING-PATH)."""
+
+
+class ResultsError(HarnessError, ValueError):
+    """A results file that cannot be used: the message names the file and what is wrong."""
+
+
+class CaseError(HarnessError, ValueError):
+    """A case is malformed: the message names the case and what to fix."""
+
+    def __init__(self, case: str, problem: str):
+        super().__init__(f"case {case!r}: {problem}")
+        self.case = case
+
+
+class RunnerDied(HarnessError):
+    """A runner process did not start."""
+
+
+class StageFailure(HarnessError):
+    """An exception raised by PyTorch or Triton, attributed to the stage it happened in."""
+
+    def __init__(self, stage: Stage, error: BaseException):
+        super().__init__(f"{stage.value}: {type(error).__name__}: {error}")
+        self.stage = stage
+        self.error = error
+
+
+class CaseCodeError(HarnessError):
+    """The case's own code (make_inputs, reference) raised: the case's problem, not a finding about the path."""
+
+    def __init__(self, stage: Stage, error: BaseException):
+        from harness.outcome import first_line
+
+        super().__init__(f"{stage.value}: {type(error).__name__}: {first_line(error)}")
+        self.stage = stage
+        self.error = error
+
+
+class Mismatch(HarnessError):
+    """An output (or an input after the call) differs from the reference's."""
+
+    def __init__(self, what: str, max_error: float, mismatched: str):
+        super().__init__(f"{what} differs from the reference: {mismatched} (max abs error {max_error:.3g})")
+        self.max_error = max_error
+        self.mismatched = mismatched

@@ -1,0 +1,384 @@
+"""Running one cell in this process: `Execution(...).run()`.
+
+One method per stage (wrap, build per dtype, check, time), each announcing its stage before entering it,
+so a runner that dies or hangs knows where. Exceptions from PyTorch, Triton and the case's own code are
+foreign: they become the cell's outcome here and nowhere else (`stage`, `case_code`, `_failure`, `_record`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import math
+import os
+import time
+from typing import Any, Callable, Iterator
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness import builders, perf, subsystems
+from harness import training as train
+from harness import wrapping as wrappings
+from harness.case import Case, Example, dtype_name
+from harness.cell import Cell
+from harness.columns import OP_NAMESPACE
+from harness.errors import CaseCodeError, Mismatch, StageFailure
+from harness.numerics import assert_close, flatten
+from harness.observer import GraphObserver
+from harness.outcome import CellResult, Outcome, Stage, Timings, detail, first_line
+from harness.rows import Examples, Kind, Path
+from harness.settings import Settings
+
+# The harness's exceptions that already say what the cell's outcome is; everything else raised inside a
+# stage is foreign and becomes a failure at that stage.
+_DECIDED = (StageFailure, Mismatch, CaseCodeError)
+
+WARNINGS_KEPT = 5
+
+
+def compile_stage_exception_types() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean Dynamo or Inductor could not build the graph, raised on a compiled call."""
+    import torch._dynamo.exc as dynamo_exc
+    import torch._inductor.exc as inductor_exc
+
+    types: list[type[BaseException]] = [dynamo_exc.TorchDynamoException]
+    for name in ("InductorError", "LoweringException", "CppCompileError", "BackendCompilerFailed"):
+        if hasattr(inductor_exc, name):
+            types.append(getattr(inductor_exc, name))
+    try:
+        from triton.compiler.errors import CompilationError
+
+        types.append(CompilationError)
+    except ImportError:
+        pass
+    return tuple(types)
+
+
+def _pending_device_fault() -> BaseException | None:
+    if not torch.cuda.is_available():
+        return None
+    try:
+        torch.cuda.synchronize()
+    except Exception as fault:  # an illegal address, a device-side assert: the context is now unusable
+        return fault
+    return None
+
+
+def _failure(stage: Stage, error: BaseException, called: bool = False) -> StageFailure:
+    """The one place where a foreign exception becomes a failure at a stage. On a call of an artifact, a
+    kernel that faulted before a Python error was raised is what went wrong first (unchecked, its CUDA error
+    would surface in whichever call came next, and the outcome would depend on timing), and a Dynamo,
+    Inductor or Triton compilation error is a compile failure, whichever stage announced the call."""
+    if called:
+        error = _pending_device_fault() or error
+        stage = Stage.COMPILE if isinstance(error, compile_stage_exception_types()) else Stage.RUN
+    return StageFailure(stage, error)
+
+
+def _type_name(error: BaseException) -> str:
+    kind = type(error)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _record(result: CellResult, exc: BaseException) -> None:
+    """A decided exception as the cell's outcome, stage and message."""
+    if isinstance(exc, Mismatch):
+        result.outcome, result.stage = Outcome.WRONG, Stage.RUN
+        result.message, result.max_error, result.mismatched = first_line(exc), exc.max_error, exc.mismatched
+        return
+    assert isinstance(exc, (StageFailure, CaseCodeError))
+    result.outcome = Outcome.FAIL if isinstance(exc, StageFailure) else Outcome.ERROR  # ERROR: the case's code broke
+    result.stage = exc.stage
+    result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
+
+
+def examples(case: Case, path: Path, checked_batch_max: int = Settings.checked_batch_max) -> st.SearchStrategy[Example]:
+    """The hypothesis examples a cell of this row checks (Row.examples says how they vary)."""
+    how = path.spec.examples
+    if how is Examples.ONCE:
+        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0))
+    if how is Examples.BATCH:
+        shapes = st.integers(1, min(case.max_batch, checked_batch_max)).map(case.export_shape)
+        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1))
+    # Scalars vary where the artifact is made per call (eager, compile): a new value may recompile.
+    scalars = st.tuples(*(st.tuples(st.just(name), values) for name, values in case.scalars.items()))
+    return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=case.shapes, seed=st.integers(0, 2**31 - 1), scalars=scalars)
+
+
+def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+class Execution:
+    """One cell, run in this process. `announce(stage)` is told each stage before it is entered;
+    `broken_dtypes` (harness.probe) are left out, and the result says why."""
+
+    def __init__(
+        self,
+        cell: Cell,
+        case: Case,
+        settings: Settings,
+        device: str,
+        announce: Callable[[Stage], None] = lambda stage: None,
+        broken_dtypes: dict[str, str] | None = None,
+    ):
+        self.cell, self.case, self.settings, self.announce = cell, case, settings, announce
+        self.run_device = device  # where the run is; the row may run elsewhere (the CPU fallback)
+        self.device = cell.path.spec.device or device
+        self.broken_dtypes = broken_dtypes or {}
+        self.result = CellResult(cell, Outcome.PASS)
+        self.training = cell.path.spec.kind is Kind.TRAIN
+        self.observer = GraphObserver()
+        self.artifacts: dict[torch.dtype, Callable[..., Any]] = {}
+        self.program: Callable[..., Any] = case.reference
+        self.reference: Callable[..., Any] = case.reference
+
+    # -- the cell ------------------------------------------------------------------------------
+
+    def run(self) -> CellResult:
+        began = time.perf_counter()
+        try:
+            reason = self._select_dtypes()
+            if reason:
+                self.result.outcome, self.result.message = Outcome.SKIPPED, reason
+            else:
+                self._execute()
+        finally:
+            self.result.timings.work = time.perf_counter() - began
+        return self.result
+
+    def _select_dtypes(self) -> str | None:
+        """Narrow the case to the dtypes this run tests; return why the cell does not run, if it does not."""
+        case, result = self.case, self.result
+        result.dtypes_skipped = {dtype_name(d): self.broken_dtypes[dtype_name(d)] for d in case.dtypes if dtype_name(d) in self.broken_dtypes}
+        testable = tuple(d for d in case.dtypes if dtype_name(d) not in self.broken_dtypes)
+        per_cell = self.settings.dtypes_per_cell
+        if per_cell is not None:
+            for d in testable[per_cell:]:
+                result.dtypes_skipped[dtype_name(d)] = f"this run's profile checks {per_cell} dtype(s) a cell"
+            testable = testable[:per_cell]
+        reason = self.cell.path.spec.applies(case, self.cell.wrapping) or (case.requires(self.run_device) if case.requires else None)
+        if not testable:
+            reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
+        self.case = dataclasses.replace(case, dtypes=testable)
+        return reason
+
+    def _execute(self) -> None:
+        os.makedirs(self.settings.workdir, exist_ok=True)
+        torch._dynamo.reset()
+        from torch._dynamo.utils import counters
+
+        counters.clear()
+        with _captured_warnings(self.result), torch._inductor.config.patch(post_grad_custom_post_pass=self.observer.inductor_pass()):
+            try:
+                self.wrap()
+                self.artifact(self.case.dtypes[0])
+                self.check()
+                if self.settings.perf and self.cell.path.spec.timed:
+                    self.time()
+            except _DECIDED as exc:
+                _record(self.result, exc)
+        self.result.graph_breaks = sum(counters["graph_break"].values())
+        self.result.kernel_in_graph = self.observer.verdict(OP_NAMESPACE)
+
+    # -- stages --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def stage(self, stage: Stage) -> Iterator[None]:
+        """Announce a stage; whatever foreign exception is raised inside is a failure at it."""
+        self.announce(stage)
+        try:
+            yield
+        except _DECIDED:
+            raise
+        except Exception as exc:
+            raise _failure(stage, exc) from exc
+
+    @contextlib.contextmanager
+    def case_code(self, stage: Stage) -> Iterator[None]:
+        """The case's own code runs inside: what it raises is the case's error, not a finding about the path."""
+        try:
+            yield
+        except _DECIDED:
+            raise
+        except Exception as exc:
+            raise CaseCodeError(stage, exc) from exc
+
+    def call(self, artifact: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
+        """Run an artifact once and wait for the device: a compile failure or a run failure."""
+        try:
+            result = artifact(*inputs)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            return result
+        except _DECIDED:
+            raise
+        except Exception as exc:
+            raise _failure(Stage.RUN, exc, called=True) from exc
+
+    def inputs(self, example: Example) -> tuple[Any, ...]:
+        with self.case_code(Stage.SETUP):
+            return self.case.inputs(example, self.device)
+
+    def wrap(self) -> None:
+        """The style's callable (or a subsystem's program) and the reference it is compared with."""
+        with _timed(self.result.timings, "setup"), self.stage(Stage.WRAP):
+            if self.cell.path.spec.kind is Kind.SUBSYSTEM:
+                self.program, self.reference = subsystems.programs(self.cell.path, self.case, self.cell.wrapping)
+            else:
+                self.program, self.reference = wrappings.build(self.case, self.cell.wrapping), self.case.reference
+        if self.training:
+            self.reference = train.step(self.reference)
+
+    def artifact(self, dtype: torch.dtype) -> Callable[..., Any]:
+        """What runs on the row for this dtype, built on first use (its builder announces its stages)."""
+        if dtype not in self.artifacts:
+            inputs = self.inputs(Example(dtype, self.case.example_shape, seed=0))
+            if self.training:
+                inputs = train.leaves(inputs)
+            key = self.cell.package_key(dtype_name(dtype))
+            shared = None
+            if key is not None and self.settings.packages is not None:
+                shared = builders.Shared(packages=self.settings.packages, caches=self.settings.caches or self.settings.workdir, key=key)
+            request = builders.Build(
+                path=self.cell.path, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, batched=self.case.batched,
+                workdir=self.settings.workdir, label=f"{self.cell.id}-{dtype_name(dtype)}", observer=self.observer,
+                shared=shared, stage=self.stage, call=self.call,
+            )
+            start = time.perf_counter()
+            try:
+                built = builders.build(request)
+            finally:
+                self.result.timings.compile += time.perf_counter() - start
+            self.artifacts[dtype] = train.step(built) if self.training else built
+            self.announce(Stage.RUN)
+        return self.artifacts[dtype]
+
+    def verify(self, artifact: Callable[..., Any], dtype: torch.dtype, inputs: tuple[Any, ...]) -> None:
+        """Run the artifact and the reference on the same inputs; raise Mismatch where they differ."""
+        ref_inputs, act_inputs = _clone(inputs), _clone(inputs)
+        with self.case_code(Stage.REFERENCE):
+            expected = flatten(self.reference(*ref_inputs))
+        actual = flatten(self.call(artifact, act_inputs))
+        input_names = [p.name for p in self.case.input_parameters()]
+        tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+        graded = [input_names[i] for i in tensors if inputs[i].is_floating_point()] if self.training else []
+        names = list(self.cell.path.spec.outputs) or (
+            [f"output {n}" for n in range(len(expected) - len(graded))] + [f"gradient of input {n!r}" for n in graded]
+        )
+        assert_close(
+            self.case,
+            dtype,
+            expected + [ref_inputs[i] for i in tensors],
+            actual + [act_inputs[i] for i in tensors],
+            names + [f"input {input_names[i]!r} after the call" for i in tensors],
+        )
+
+    def check(self) -> None:
+        """The hypothesis examples; the smallest failing one is raised, and recorded as the cell's example."""
+        timings = self.result.timings
+        checking, compiled_before = time.perf_counter(), timings.compile
+        try:
+            failure = self._smallest_failure()
+        finally:  # builds for the other dtypes happen lazily, inside the check: they count as compile
+            timings.run = time.perf_counter() - checking - (timings.compile - compiled_before)
+        if failure is not None:
+            example, error = failure
+            self.result.example = str(example)
+            raise error
+
+    def _smallest_failure(self) -> tuple[Example, BaseException] | None:
+        case, result, config = self.case, self.result, self.settings
+        failures: list[tuple[Example, BaseException]] = []
+        dtypes_seen: set[str] = set()
+        shrink_until = 0  # examples_run at which a failing cell stops running examples
+
+        @settings(
+            max_examples=config.max_examples,
+            derandomize=config.derandomize,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+            print_blob=False,
+        )
+        @given(ex=examples(case, self.cell.path, config.checked_batch_max))
+        def check(ex: Example) -> None:
+            nonlocal shrink_until
+            if failures and result.examples_run >= shrink_until:
+                return  # the shrinking budget is spent: hypothesis keeps the smallest failure found so far
+            result.examples_run += 1
+            dtypes_seen.add(dtype_name(ex.dtype))
+            inputs = self.inputs(ex)
+            try:
+                self.verify(self.artifact(ex.dtype), ex.dtype, inputs)
+            except (StageFailure, Mismatch) as exc:
+                if not failures:
+                    shrink_until = result.examples_run + config.shrink_examples
+                failures.append((ex, exc))
+                raise
+
+        def smallest() -> tuple[Example, BaseException]:
+            # Hypothesis goes on generating after a failure, and stops shrinking when the budget is spent:
+            # report the smallest failing input it ran, by element count, then shape, dtype and seed.
+            return min(failures, key=lambda f: (math.prod(f[0].shape), f[0].shape, case.dtypes.index(f[0].dtype), f[0].seed))
+
+        try:
+            check()
+        except (Mismatch, StageFailure) as exc:
+            return smallest() if failures else (Example(case.dtypes[0], case.example_shape, 0), exc)
+        except CaseCodeError:
+            raise
+        except Exception as exc:  # hypothesis' own errors (Flaky and the like, as when the budget cut shrinking)
+            if failures:
+                return smallest()
+            raise CaseCodeError(Stage.RUN, exc) from exc
+        finally:
+            result.dtypes = sorted(dtypes_seen)
+        return None
+
+    def time(self) -> None:
+        """--perf: the artifact's median latency on the case's benchmark input."""
+        with _timed(self.result.timings, "perf"):
+            self.result.perf = perf.measure(self.case, self.artifact, self.inputs, self.verify, self.call, self.device)
+
+
+@contextlib.contextmanager
+def _captured_warnings(result: CellResult) -> Iterator[None]:
+    """Warnings PyTorch logs during the cell: silent degradation (a graph break, Triton mutation analysis
+    "assuming every input is mutated") is a finding, not a quiet pass."""
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            line = first_line(Exception(record.getMessage()))
+            if line and line not in result.warnings and len(result.warnings) < WARNINGS_KEPT:
+                result.warnings.append(line[:300])
+
+    handler = Keep(level=logging.WARNING)
+    # torch's own logging stops propagation at its component loggers (torch._dynamo, torch._inductor, ...),
+    # so the handler goes on each of those as well as on "torch".
+    names = ["torch"] + [
+        name for name, logger in logging.Logger.manager.loggerDict.items()
+        if name.startswith("torch.") and isinstance(logger, logging.Logger) and not logger.propagate
+    ]
+    loggers = [logging.getLogger(name) for name in names]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+@contextlib.contextmanager
+def _timed(timings: Timings, part: str) -> Iterator[None]:
+    """Record a part's seconds even when it raises: a failing cell's work is work too."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        setattr(timings, part, time.perf_counter() - start)

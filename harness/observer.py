@@ -1,0 +1,53 @@
+"""What the compiler made of the kernel, read off the graphs a path produced (not off the style's name):
+did it trace into the Triton kernel, call an opaque operator, or hold neither?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return str(target)
+    name = target.name() if callable(getattr(target, "name", None)) else getattr(target, "__name__", target)
+    return str(name)
+
+
+class GraphObserver:
+    """Records the operators in the graphs a path produced: exported graphs, and through `inductor_pass`
+    every graph Inductor compiles."""
+
+    def __init__(self) -> None:
+        self.targets: set[str] = set()
+
+    def record(self, graph: torch.fx.Graph) -> None:
+        for node in graph.nodes:
+            if node.op == "call_function":
+                self.targets.add(_target_name(node.target))
+                if "auto_functionalized" in _target_name(node.target) and node.args:
+                    self.targets.add(_target_name(node.args[0]))  # a mutating operator, functionalized
+
+    def verdict(self, op_namespace: str) -> str | None:
+        if not self.targets:
+            return None
+        if any("triton_kernel_wrapper" in t for t in self.targets):
+            return "traced"
+        if any(t.startswith(f"{op_namespace}::") or t.startswith(f"{op_namespace}.") for t in self.targets):
+            return "opaque"
+        return "absent"
+
+    def inductor_pass(self) -> Any:
+        from torch._inductor.custom_graph_pass import CustomGraphPass
+
+        observer = self
+
+        class Observe(CustomGraphPass):
+            def __call__(self, graph: torch.fx.Graph) -> None:
+                observer.record(graph)
+
+            def uuid(self) -> None:  # no cache key: every compile runs the pass, so every graph is seen
+                return None
+
+        return Observe()
