@@ -71,6 +71,25 @@ def kernel_name(kernel: Any) -> str:
     return name
 
 
+def _first_line(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+
+
+def _simplest(case: str, field: str, strategy: st.SearchStrategy[Any]) -> Any:
+    """The simplest value a strategy gives (hypothesis' find, deterministic): a strategy hypothesis rejects
+    raises here, as the case's problem, naming the field."""
+    from hypothesis import HealthCheck, Phase, find, settings
+
+    # Hypothesis generates the simplest example first: one example, no shrinking, about 20 ms.
+    once = settings(database=None, derandomize=True, max_examples=1, phases=[Phase.generate], deadline=None,
+                    suppress_health_check=list(HealthCheck))
+    try:
+        return find(strategy, lambda _: True, settings=once)
+    except Exception as exc:  # noqa: BLE001 - whatever hypothesis says of the author's strategy
+        raise CaseError(case, f"{field}: hypothesis cannot draw from {strategy!r}: {type(exc).__name__}: {_first_line(exc)}; "
+                              "fix the strategy") from None
+
+
 @dataclass(frozen=True)
 class Backward:
     """The gradient of a case with one output.
@@ -232,6 +251,18 @@ class Case:
                 f"make_inputs gives {len(made)} inputs but the launcher takes {len(tensors)} before its scalars "
                 f"({', '.join(p.name for p in tensors)}): make them match",
             )
+        # Every strategy draws now, so that one hypothesis rejects leaves the case out at load, named, instead
+        # of failing every cell; make_inputs must take the simplest shape `shapes` draws (1 or 0 in a dimension).
+        for name, strategy in self.scalars.items():
+            _simplest(self.name, f"scalars[{name!r}]", strategy)
+        shape = _simplest(self.name, "shapes", self.shapes)
+        if not isinstance(shape, tuple) or not all(isinstance(d, int) for d in shape):
+            raise CaseError(self.name, f"shapes drew {shape!r}: it must draw tuples of ints, e.g. inputs.shapes(4096)")
+        try:
+            self.make_inputs(shape, self.dtypes[0], "cpu", torch.Generator().manual_seed(0))
+        except Exception as exc:  # noqa: BLE001 - the author's code
+            raise CaseError(self.name, f"make_inputs fails on shape {shape}, which shapes draws: {type(exc).__name__}: "
+                            f"{_first_line(exc)}; make it accept every shape that shapes draws, or narrow shapes") from None
 
     @property
     def autotune_configs(self) -> int:

@@ -63,6 +63,15 @@ class CaseCodeError(HarnessError):
         self.error = error
 
 
+class HarnessFault(HarnessError):
+    """The harness itself, or hypothesis as it drives the examples, broke while running a cell."""
+
+    def __init__(self, stage: Stage, error: BaseException):
+        super().__init__(f"{stage.value}: {type(error).__name__}: {error}")
+        self.stage = stage
+        self.error = error
+
+
 class Mismatch(HarnessError):
     """An output (or an input after the call) differs from the reference's."""
 

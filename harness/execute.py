@@ -25,7 +25,7 @@ from harness import wrapping as wrappings
 from harness.case import Case, Example, dtype_name
 from harness.cell import Cell
 from harness.columns import OP_NAMESPACE
-from harness.errors import CaseCodeError, Mismatch, StageFailure
+from harness.errors import CaseCodeError, HarnessFault, Mismatch, StageFailure
 from harness.numerics import assert_close, flatten
 from harness.observer import GraphObserver
 from harness.outcome import CellResult, Outcome, Stage, Timings, detail, first_line
@@ -34,7 +34,7 @@ from harness.settings import Settings
 
 # The harness's exceptions that already say what the cell's outcome is; everything else raised inside a
 # stage is foreign and becomes a failure at that stage.
-_DECIDED = (StageFailure, Mismatch, CaseCodeError)
+_DECIDED = (StageFailure, Mismatch, CaseCodeError, HarnessFault)
 
 WARNINGS_KEPT = 5
 
@@ -89,8 +89,11 @@ def _record(result: CellResult, exc: BaseException) -> None:
         result.outcome, result.stage = Outcome.WRONG, Stage.RUN
         result.message, result.max_error, result.mismatched = first_line(exc), exc.max_error, exc.mismatched
         return
-    assert isinstance(exc, (StageFailure, CaseCodeError))
-    result.outcome = Outcome.FAIL if isinstance(exc, StageFailure) else Outcome.ERROR  # ERROR: the case's code broke
+    assert isinstance(exc, (StageFailure, CaseCodeError, HarnessFault))
+    if isinstance(exc, StageFailure):
+        result.outcome = Outcome.FAIL
+    else:  # not a finding about the path: the case's own code raised, or the harness broke
+        result.outcome, result.fault = Outcome.ERROR, "case" if isinstance(exc, CaseCodeError) else "harness"
     result.stage = exc.stage
     result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
 
@@ -330,12 +333,12 @@ class Execution:
             check()
         except (Mismatch, StageFailure) as exc:
             return smallest() if failures else (Example(case.dtypes[0], case.example_shape, 0), exc)
-        except CaseCodeError:
+        except (CaseCodeError, HarnessFault):
             raise
         except Exception as exc:  # hypothesis' own errors (Flaky and the like, as when the budget cut shrinking)
             if failures:
                 return smallest()
-            raise CaseCodeError(Stage.RUN, exc) from exc
+            raise HarnessFault(Stage.RUN, exc) from exc
         finally:
             result.dtypes = sorted(dtypes_seen)
         return None

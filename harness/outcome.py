@@ -18,7 +18,7 @@ class Outcome(str, enum.Enum):
     CRASH = "crash"  # the process died on a signal
     TIMEOUT = "timeout"
     SKIPPED = "skipped"
-    ERROR = "error"  # the case or the harness broke, not the path: a pytest failure
+    ERROR = "error"  # the case's own code or the harness broke, not the path (`fault` says which): a pytest failure
 
 
 class Stage(str, enum.Enum):
@@ -94,6 +94,7 @@ class CellResult:
     warnings: list[str] = field(default_factory=list)  # what PyTorch logged as a warning during the cell
     dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this run does not test it
     signal: str | None = None
+    fault: str | None = None  # for an error: "case" (its make_inputs or reference raised) or "harness"
     flaky: str | None = None  # set by hand in a baseline: why this cell's outcome may vary (it is not checked)
     blamed_on: str | None = None  # the control cell that fails on the same path: the environment, not the wrapping
     log_tail: list[str] = field(default_factory=list)  # stderr of a crashed or hung runner

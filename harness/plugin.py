@@ -282,7 +282,7 @@ class MatrixController:
             text = str(report.longrepr or "")
             died = "crashed" in text or report.when == "???"
             self.results[cell] = CellResult(
-                cell, Outcome.CRASH if died else Outcome.ERROR,
+                cell, Outcome.CRASH if died else Outcome.ERROR, fault=None if died else "harness",
                 message=("the pytest worker running this cell died: " if died else "harness error: ")
                 + (text.strip().splitlines() or [""])[-1][:300],
             )

@@ -69,7 +69,9 @@ def _outcome_label(cell: CellResult) -> str:
         return f"WRONG (max err {cell.max_error:.2g})" if cell.max_error is not None else "WRONG"
     if cell.outcome is Outcome.CRASH:
         return f"CRASH {cell.signal or ''} @{cell.stage.value if cell.stage else '?'}".replace("  ", " ")
-    if cell.outcome in (Outcome.FAIL, Outcome.TIMEOUT, Outcome.ERROR):
+    if cell.outcome is Outcome.ERROR:
+        return f"{cell.fault or 'harness'} error @{cell.stage.value if cell.stage else '?'}"
+    if cell.outcome in (Outcome.FAIL, Outcome.TIMEOUT):
         return f"{cell.outcome.value} @{cell.stage.value if cell.stage else '?'}"
     return cell.outcome.value
 
@@ -306,9 +308,10 @@ def _support_entry(cells: list[CellResult], path: Path) -> str:
     flaky = [c for c in cells if c.flaky]
     if flaky:
         notes.append(f"{len(flaky)} flaky")
-    errors = [c for c in cells if c.outcome is Outcome.ERROR]
-    if errors:
-        notes.append(f"{len(errors)} harness error")
+    for fault in ("case", "harness"):
+        errors = [c for c in cells if c.outcome is Outcome.ERROR and (c.fault or "harness") == fault]
+        if errors:
+            notes.append(f"{len(errors)} {fault} error{'s' if len(errors) > 1 else ''}")
     if path is Path.COMPILE_DEFAULT:
         breaks = sum(c.graph_breaks or 0 for c in passed)
         if breaks:

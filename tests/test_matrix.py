@@ -12,7 +12,8 @@ from harness.outcome import Outcome
 def test_cell(cell, run_cell, check_baseline):
     result = run_cell(cell)
     if result.outcome is Outcome.ERROR:
-        pytest.fail(f"{cell.id}: the case or the harness broke at {result.stage}: {result.error_type}: {result.message}")
+        who = "the case's own code raised" if result.fault == "case" else "the harness broke"
+        pytest.fail(f"{cell.id}: {who} at {result.stage.value if result.stage else '?'}: {result.error_type}: {result.message}")
     changed = check_baseline(result)  # only with --baseline: the run must reproduce it
     if changed:
         pytest.fail(changed)

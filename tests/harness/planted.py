@@ -168,6 +168,17 @@ def _launch_after_exhausting_memory(k, x: torch.Tensor) -> torch.Tensor:
     return _launch_with("copy_kernel")(k, x)
 
 
+def _inputs_refusing_large_shapes(shape, dtype, device, generator):
+    # Takes the simplest shape (checked when the case loads), fails on the larger ones the checks draw.
+    if shape[0] > 64:
+        raise ValueError(f"planted: make_inputs refuses shape {shape}")
+    return inputs.randn(1)(shape, dtype, device, generator)
+
+
+def _reference_that_raises(x):
+    raise ArithmeticError("planted: the reference raises")
+
+
 def _kill_pytest_worker():
     # The runner's parent is the pytest(-xdist) worker: this takes the worker down mid-cell.
     os.kill(os.getppid(), signal.SIGKILL)
@@ -186,6 +197,8 @@ CASES = [
     _planted("planted_kills_worker", copy_kernel, _copy_then(_kill_pytest_worker)),
     _planted("planted_illegal_address", read_far_out_of_bounds_kernel, _launch_with("read_far_out_of_bounds_kernel")),
     _planted("planted_faults_then_raises", read_far_out_of_bounds_kernel, _launch_then_raise("read_far_out_of_bounds_kernel")),
+    _planted("planted_inputs_fail_on_large_shapes", copy_kernel, _launch_with("copy_kernel"), make_inputs=_inputs_refusing_large_shapes),
+    _planted("planted_reference_raises", copy_kernel, _launch_with("copy_kernel"), reference=_reference_that_raises),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
     _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone()), dtypes=(torch.float32, torch.float16)),
     _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),

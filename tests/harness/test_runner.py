@@ -86,10 +86,23 @@ def test_one_process_per_cell_when_asked(run_planted):
     assert first.timings.process_start > 0 and second.timings.process_start > 0
 
 
+def test_the_cases_own_code_raising_is_the_cases_error_not_the_harness(run_planted):
+    from harness.report import label
+
+    refused = run_planted("planted_inputs_fail_on_large_shapes")
+    assert (refused.outcome, refused.stage, refused.fault) == (Outcome.ERROR, Stage.SETUP, "case")
+    assert refused.message.startswith("planted: make_inputs refuses shape")
+    raising = run_planted("planted_reference_raises", wrapping="control")
+    assert (raising.outcome, raising.stage, raising.fault) == (Outcome.ERROR, Stage.REFERENCE, "case")
+    assert (raising.error_type, raising.message) == ("ArithmeticError", "planted: the reference raises")
+    assert label(raising) == "case error @reference"
+
+
 def test_unknown_case_is_a_harness_error(run_planted):
     result = run_planted("no_such_case")
     assert result.outcome is Outcome.ERROR
     assert "no case named 'no_such_case'" in result.message
+    assert result.fault == "harness"
 
 
 def test_a_wrong_backward_is_a_wrong_gradient_in_every_style_that_uses_it(run_planted):

@@ -36,6 +36,10 @@ def _launch_without_k(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
+def _launch_with_scale(k, x: torch.Tensor, scale: float) -> torch.Tensor:
+    return x * scale
+
+
 def _case(**overrides):
     fields = dict(
         name="good", kernels=(copy_kernel,), launch=_launch_with("copy_kernel"), reference=lambda x: x.clone(),
@@ -68,6 +72,13 @@ def _case(**overrides):
         (dict(unbatched=frozenset({"w"})), "unbatched names \\['w'\\], which are not launcher parameters"),
         (dict(requires="sm_90"), "requires must be a function"),
         (dict(backward=Backward(lambda k, grad, x: grad)), "backward parameter 'grad' needs a type annotation"),
+        # 0.01 is no float32: hypothesis refuses the strategy when it first draws from it
+        (dict(launch=_launch_with_scale, reference=lambda x, scale: x * scale,
+              scalars={"scale": st.floats(0.01, 0.5, width=32)}, example_scalars={"scale": 0.25}),
+         "scalars\\['scale'\\]: hypothesis cannot draw from .*InvalidArgument: min_value=0.01 cannot be exactly represented"),
+        (dict(shapes=st.just([4])), "shapes drew \\[4\\]: it must draw tuples of ints"),
+        (dict(make_inputs=lambda shape, dtype, device, gen: (torch.zeros(shape[0] - 1, 1 // (shape[0] - 1)),)),
+         "make_inputs fails on shape \\(1,\\), which shapes draws: ZeroDivisionError"),
     ],
 )
 def test_malformed_cases_name_the_case_and_the_fix(overrides, problem):
