@@ -43,17 +43,8 @@ class RunnerDied(HarnessError):
     """A runner process did not start."""
 
 
-class StageFailure(HarnessError):
-    """An exception raised by PyTorch or Triton, attributed to the stage it happened in."""
-
-    def __init__(self, stage: Stage, error: BaseException):
-        super().__init__(f"{stage.value}: {type(error).__name__}: {error}")
-        self.stage = stage
-        self.error = error
-
-
-class CaseCodeError(HarnessError):
-    """The case's own code (make_inputs, reference) raised: the case's problem, not a finding about the path."""
+class AtStage(HarnessError):
+    """An exception raised at a named stage of a cell, which it carries with the stage."""
 
     def __init__(self, stage: Stage, error: BaseException):
         from harness.outcome import first_line
@@ -63,13 +54,16 @@ class CaseCodeError(HarnessError):
         self.error = error
 
 
-class HarnessFault(HarnessError):
-    """The harness itself, or hypothesis as it drives the examples, broke while running a cell."""
+class StageFailure(AtStage):
+    """An exception raised by PyTorch or Triton, attributed to the stage it happened in."""
 
-    def __init__(self, stage: Stage, error: BaseException):
-        super().__init__(f"{stage.value}: {type(error).__name__}: {error}")
-        self.stage = stage
-        self.error = error
+
+class CaseCodeError(AtStage):
+    """The case's own code (make_inputs, reference) raised: the case's problem, not a finding about the path."""
+
+
+class HarnessFault(AtStage):
+    """The harness itself, or hypothesis as it drives the examples, broke while running a cell."""
 
 
 class Mismatch(HarnessError):
