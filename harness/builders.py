@@ -8,8 +8,10 @@ inside into a failure at that stage (harness.execute maps foreign exceptions, in
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
+import re
 import shutil
 from typing import Any, Callable, ContextManager
 
@@ -27,8 +29,10 @@ Artifact = Callable[..., Any]
 @dataclasses.dataclass(frozen=True)
 class Shared:
     """Where a run's processes share what they build: `packages`, fresh for every run, holds each
-    AOTInductor package under `key` (Cell.package_key), so the Python and the C++ runtime cells build it
-    once; `caches` (reused with --cache-dir) holds the C++ runner."""
+    AOTInductor package under `key` (Cell.package_key) and the digest of the exported program it was built
+    from, so each program is compiled once a run: by the first of the Python and C++ runtime cells, and by
+    one export mode for both where strict and non-strict export give the same program. `caches` (reused
+    with --cache-dir) holds the C++ runner."""
 
     packages: str
     caches: str
@@ -99,14 +103,60 @@ def exported(build: Build) -> Artifact:
 
 
 def _package(build: Build) -> str:
-    """The AOTInductor package: this cell's own, or the one its twin on the other runtime built in this run."""
+    """The AOTInductor package of the cell's exported program: compiled here, or taken from the cell of this
+    run that already compiled the same program (harness.builders.Shared)."""
+    exported = _export(build)
 
     def make() -> str:
-        exported = _export(build)
         with build.stage(Stage.AOT_COMPILE):
             return torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(build.workdir, f"{build.label}.pt2"))
 
-    return _shared_package(make, build.shared, build.observer) if build.shared else make()
+    if build.shared is None:
+        return make()
+    return _shared_package(make, build.shared, f"{build.shared.key}-{program_digest(exported)}", build.observer)
+
+
+def program_digest(exported: torch.export.ExportedProgram) -> str:
+    """What AOTInductor compiles, as a digest: every node (op, target, arguments, and the dtype, shape,
+    strides and device of what it makes), the signature, the dynamic ranges, and the lifted tensors' bytes.
+    A user-defined Triton kernel's node names its kernel and constants by index into a table of this
+    process; the digest takes what they point to instead, so equal digests mean equal programs across
+    processes. Source locations are left out: strict and non-strict export record different ones."""
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    def described(value: Any) -> str:
+        if isinstance(value, torch.Tensor):
+            return f"Tensor({value.dtype}, {tuple(value.shape)}, {value.stride()}, {value.device})"
+        if isinstance(value, (list, tuple)):
+            return f"{type(value).__name__}({', '.join(described(v) for v in value)})"
+        return repr(value)
+
+    def kwargs(node: torch.fx.Node) -> dict[str, Any]:
+        resolved = dict(node.kwargs)
+        if "kernel_idx" in resolved:
+            resolved["kernel_idx"] = _kernel_identity(kernel_side_table.get_kernel(resolved["kernel_idx"]))
+        if "constant_args_idx" in resolved:
+            resolved["constant_args_idx"] = sorted((k, repr(v)) for k, v in kernel_side_table.get_constant_args(resolved["constant_args_idx"]).items())
+        return resolved
+
+    parts = []
+    for node in exported.graph.nodes:
+        parts.append(repr((node.op, node.name, str(node.target), repr(node.args), repr(kwargs(node)), described(node.meta.get("val")))))
+    parts.append(str(exported.graph_signature))
+    parts.append(repr(sorted((str(k), str(v)) for k, v in exported.range_constraints.items())))
+    parts.append(repr([(e.fqn, str(e.signature and e.signature.in_spec), str(e.signature and e.signature.out_spec))
+                       for e in exported.module_call_graph]))
+    lifted = sorted({**exported.state_dict, **exported.constants}.items())
+    parts.extend(name + described(value) for name, value in lifted)
+    # Sizes are symbols numbered by the process's count so far (s6 in one export, s21 in the next): number
+    # them by first appearance instead.
+    numbering: dict[str, str] = {}
+    text = re.sub(r"\b[su]\d+\b", lambda m: numbering.setdefault(m.group(), f"{m.group()[0]}#{len(numbering)}"), "\n".join(parts))
+    digest = hashlib.sha256(text.encode())
+    for _, value in lifted:
+        if isinstance(value, torch.Tensor):
+            digest.update(value.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
 
 
 def aoti_python(build: Build) -> Artifact:
@@ -141,12 +191,34 @@ def build(request: Build) -> Artifact:
     return BUILDERS[request.path.spec.kind](request)
 
 
-def _shared_package(make: Callable[[], str], shared: Shared, observer: GraphObserver) -> str:
-    """The first cell of a key builds the package while the other waits; the other takes it, with the
+def _kernel_identity(kernel: Any) -> list[str]:
+    """A Triton kernel as its source and its wrappers' settings (autotune configs and keys, heuristics' code),
+    never an address: the same kernel in two processes gives the same list."""
+    parts: list[str] = []
+    while kernel is not None:
+        parts.append(f"{type(kernel).__name__} {getattr(kernel, '__module__', '')}.{getattr(kernel, '__qualname__', '')}")
+        parts.append(getattr(kernel, "src", "") or "")
+        if hasattr(kernel, "__code__"):  # the Python function under the interpreter, which keeps no source
+            parts.append(kernel.__code__.co_code.hex() + repr(kernel.__code__.co_consts))
+        for name, value in sorted(vars(kernel).items()) if hasattr(kernel, "__dict__") else []:
+            if name == "configs":
+                parts.append(repr([str(config) for config in value]))
+            elif isinstance(value, dict) and all(callable(v) for v in value.values()):  # heuristics
+                parts.append(repr(sorted((k, v.__code__.co_code.hex(), repr(v.__code__.co_consts)) for k, v in value.items()
+                                         if hasattr(v, "__code__"))))
+            elif isinstance(value, (str, int, float, bool)) or (
+                    isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value)):
+                parts.append(f"{name}={value!r}")
+        kernel = getattr(kernel, "fn", None)
+    return parts
+
+
+def _shared_package(make: Callable[[], str], shared: Shared, key: str, observer: GraphObserver) -> str:
+    """The first cell of a program builds the package while the others wait; they take it, with the
     operators its graphs held. A failed build is not shared: each cell meets its own failure."""
     os.makedirs(shared.packages, exist_ok=True)
-    package, targets = (os.path.join(shared.packages, shared.key + ext) for ext in (".pt2", ".targets.json"))
-    with FileLock(os.path.join(shared.packages, shared.key + ".lock")):
+    package, targets = (os.path.join(shared.packages, key + ext) for ext in (".pt2", ".targets.json"))
+    with FileLock(os.path.join(shared.packages, key + ".lock")):
         if not os.path.exists(package):
             built = make()
             with open(targets, "w") as f:
@@ -157,5 +229,3 @@ def _shared_package(make: Callable[[], str], shared: Shared, observer: GraphObse
             with open(targets) as f:
                 observer.targets.update(json.load(f))
     return package
-
-

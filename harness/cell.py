@@ -58,12 +58,12 @@ class Cell:
         return Cell(self.case, Wrapping.RAW, Path.EAGER)
 
     def package_key(self, dtype: str) -> str | None:
-        """The AOTInductor package this cell builds in `dtype`, shared by the rows that run one package (the
-        Python and the C++ runtime of one export mode); None on rows that build no package."""
+        """Names the AOTInductor packages this cell may build in `dtype`, shared by the rows that run one
+        package (the Python and the C++ runtime, strict and non-strict export) when the exported programs
+        are the same (harness.builders adds the program's digest); None on rows that build no package."""
         if self.path.spec.kind not in (Kind.AOTI, Kind.AOTI_CPP):
             return None
-        mode = "strict" if self.path.spec.strict else "nonstrict"
-        return f"{self.case}-{self.wrapping.value}-{mode}-{dtype}"
+        return f"{self.case}-{self.wrapping.value}-{dtype}"
 
 
 def all_cells(cases: list[str], wrappings: list[Wrapping] | None = None, paths: list[Path] | None = None) -> list[Cell]:

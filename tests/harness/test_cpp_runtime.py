@@ -55,6 +55,12 @@ def test_a_package_runs_from_cpp_and_one_that_calls_python_fails_there(run_plant
     built = {name for name in os.listdir(planted_runner.workdir) if name.endswith(".pt2")}
     assert "planted_ok-custom_op-aoti_cpp_strict-float32.pt2" in built
     assert "planted_ok-custom_op-aoti_strict-float32.pt2" not in built
-    assert sorted(os.listdir(shared["packages"])) == [
-        f"planted_ok-{w}-strict-float32{ext}" for w in ("control", "custom_op") for ext in (".lock", ".pt2", ".targets.json")
-    ]
+    packages = sorted(os.listdir(shared["packages"]))
+    assert [name.rsplit("-", 1)[0] for name in packages] == [f"planted_ok-{w}-float32" for w in ("control", "custom_op") for _ in range(3)]
+    assert {name.split(".", 1)[1] for name in packages} == {"lock", "pt2", "targets.json"}
+
+    # Non-strict export gives this operator the same program: its cell runs the package strict export's built.
+    nonstrict = run_planted("planted_ok", wrapping="custom_op", path="aoti_nonstrict", **shared)
+    assert nonstrict.outcome is Outcome.PASS, nonstrict.message
+    assert sorted(os.listdir(shared["packages"])) == packages
+    assert "planted_ok-custom_op-aoti_nonstrict-float32.pt2" not in os.listdir(planted_runner.workdir)

@@ -57,8 +57,10 @@ def test_version_1_results_files_still_load_with_their_timings_renamed():
     assert t.work == pytest.approx(t.setup + t.compile + t.run)
 
 
-def test_cells_report_their_work_overhead_and_memory(tmp_path):
-    proc, results, _ = run_matrix(tmp_path, "test_cell[planted_ok-raw-eager] or test_cell[planted_ok-raw-compile_default]", workers=1)
+def test_cells_report_their_work_overhead_and_memory_and_a_cache_dir_is_reused(tmp_path):
+    caches = tmp_path / "caches"
+    proc, results, reports = run_matrix(tmp_path, "test_cell[planted_ok-raw-eager] or test_cell[planted_ok-raw-compile_default]",
+                                        workers=1, extra=[f"--cache-dir={caches}"])
     assert proc.returncode == 0, proc.stdout[-3000:]
     for cell in outcomes(results).values():
         t = cell["timings"]
@@ -68,13 +70,7 @@ def test_cells_report_their_work_overhead_and_memory(tmp_path):
         assert cell["memory"]["host_peak_mb"] > 100  # torch is imported in the runner
         assert cell["worker"] == "gw0"
     assert outcomes(results)["planted_ok-raw-compile_default"]["timings"]["compile"] > 0
-    assert results["fingerprint"]["caches"] == "fresh"
-
-
-def test_cache_dir_is_reused_and_the_fingerprint_says_so(tmp_path):
-    caches = tmp_path / "caches"
-    proc, results, reports = run_matrix(tmp_path, "test_cell[planted_ok-raw-compile_default]", workers=1, extra=[f"--cache-dir={caches}"])
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    # The compile caches went where --cache-dir said, and the fingerprint says so (a fresh run's says "fresh").
     assert results["fingerprint"]["caches"] == f"reused from {caches}"
     assert (caches / "inductor-cache").is_dir() and any((caches / "inductor-cache").iterdir())
     assert f"compile caches: reused from {caches}" in (reports / "SUPPORT.md").read_text()
@@ -159,9 +155,9 @@ def test_the_vector_isa_probe_runs_in_one_process_and_the_others_get_its_answers
 
 
 def test_a_matrix_run_records_the_vector_isa_probe_in_its_fingerprint(tmp_path):
-    cells = ["add-control-aoti_strict", "add-custom_op-aoti_strict", "add-control-aoti_nonstrict"]
+    cells = ["add-control-aoti_strict"]  # an AOTInductor package is built for the CPU: the probe runs
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", f"--report-dir={tmp_path}",
+        [sys.executable, "-m", "pytest", "-n", "1", "-q", "-p", "no:cacheprovider", f"--report-dir={tmp_path}",
          "--matrix-profile=ci", "-k", " or ".join(f"test_cell[{c}]" for c in cells)],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )

@@ -327,7 +327,7 @@ def test_a_cell_names_its_control_its_speed_baseline_and_its_test():
     assert cell.control() == Cell("add", Wrapping.CONTROL, Path.AOTI_CPP_STRICT)
     assert cell.speed_baseline() == Cell("add", Wrapping.RAW, Path.EAGER)
     assert Cell.parse("add-custom_op-train_compile_default").speed_baseline() == Cell("add", Wrapping.RAW_AUTOGRAD, Path.TRAIN_EAGER)
-    assert cell.package_key("float16") == Cell.parse("add-triton_op-aoti_strict").package_key("float16") == "add-triton_op-strict-float16"
+    assert cell.package_key("float16") == Cell.parse("add-triton_op-aoti_strict").package_key("float16") == "add-triton_op-float16"
     assert Cell.parse("add-triton_op-export_strict").package_key("float16") is None
     assert Cell.of_test("tests/test_matrix.py::test_cell[add_autotuned-raw-eager]") == Cell("add_autotuned", Wrapping.RAW, Path.EAGER)
     assert Cell.of_test("tests/harness/test_units.py::test_cell_ids_round_trip") is None
@@ -368,3 +368,36 @@ def test_the_results_tools_run_where_torch_cannot_be_imported(tmp_path):
         assert done.returncode == status, done.stderr
     assert "regressed" in (tmp_path / "diff.md").read_text()
     assert (tmp_path / "SUPPORT.md").read_text() == open(os.path.join(root, "reports", "gpu", "SUPPORT.md")).read()
+
+
+def test_one_program_exported_strict_and_non_strict_has_one_digest_and_another_program_another():
+    from harness.builders import program_digest
+
+    class Scaled(torch.nn.Module):
+        def __init__(self, scale):
+            super().__init__()
+            self.register_buffer("scale", torch.full((4,), scale))
+
+        def forward(self, x):
+            return torch.sin(x) * self.scale
+
+    x = (torch.randn(4),)
+    strict = program_digest(torch.export.export(Scaled(2.0), x, strict=True))
+    assert strict == program_digest(torch.export.export(Scaled(2.0), x, strict=False))
+    assert strict != program_digest(torch.export.export(Scaled(3.0), x))  # another constant
+    assert strict != program_digest(torch.export.export(Scaled(2.0), (torch.randn(4, dtype=torch.float64),)))  # another dtype
+    assert strict != program_digest(torch.export.export(Scaled(2.0), (torch.randn(3, 4),)))  # another shape
+    batch = ({0: torch.export.Dim("batch", min=1, max=64)},)  # each export numbers its size symbols anew
+    dynamic = [program_digest(torch.export.export(Scaled(2.0), (torch.randn(3, 4),), dynamic_shapes=batch, strict=s)) for s in (True, False)]
+    assert dynamic[0] == dynamic[1] != strict
+
+
+def test_a_triton_kernel_is_identified_by_its_code_and_settings_not_its_address():
+    from harness.builders import _kernel_identity
+    from harness import registry
+
+    cases = registry.load().cases
+    add, autotuned = cases["add"].kernels[0], cases["add_autotuned"].kernels[0]
+    assert _kernel_identity(add) == _kernel_identity(add)
+    assert _kernel_identity(add) != _kernel_identity(autotuned)
+    assert not any("0x" in part for part in _kernel_identity(autotuned))  # no addresses: processes agree
