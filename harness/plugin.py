@@ -24,7 +24,7 @@ from harness import registry
 from harness.cell import Cell, all_cells
 from harness.errors import UsageError
 from harness.outcome import CellResult, Outcome
-from harness.rows import parse_timeouts, timeout_for
+from harness.rows import Path, parse_timeouts, timeout_for
 from harness.runner import INDUCTOR_CACHE, Runner, runner_env, runner_threads
 from harness.settings import DEFAULT_PROFILE, PROFILES, Settings
 
@@ -133,12 +133,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short."""
     cases = registry.load(case_specs(config)).cases
 
-    def cost(item: pytest.Item) -> float:
+    rows = list(Path)
+
+    def cost(item: pytest.Item) -> tuple[float, int]:
         cell = getattr(item, "callspec", None) and item.callspec.params.get("cell")
         if not isinstance(cell, Cell) or cell.case not in cases:
-            return 0.0
-        # The row's cost, plus the autotuning its case's kernels redo for each new input size.
-        return -(cell.path.spec.cost + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs)
+            return 0.0, 0
+        # The row's cost, plus the autotuning its case's kernels redo for each new input size. Among cells of
+        # one cost, row by row: a strict export's AOTInductor cell and its non-strict twin, which often
+        # compile the same program once between them, then start apart, not side by side with one waiting.
+        return -(cell.path.spec.cost + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.path)
 
     items.sort(key=cost)
 

@@ -121,7 +121,13 @@ def test_an_interrupted_run_leaves_the_old_reports_or_new_ones_marked_incomplete
         time.sleep(0.5)
     {"ctrl-c": lambda: os.killpg(proc.pid, signal.SIGINT), "sigterm": lambda: proc.send_signal(signal.SIGTERM),
      "sigkill": lambda: proc.send_signal(signal.SIGKILL)}[how]()
-    proc.wait(timeout=120)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        processes = subprocess.run(["ps", "-o", "pid,ppid,pgid,etime,stat,args", "-g", str(proc.pid)], capture_output=True, text=True).stdout
+        processes += subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout  # its runners
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail(f"the run did not end within 120 s of {how}; its output:\n{''.join(output)[-3000:]}\nits processes:\n{processes}")
 
     assert not [p.name for p in reports.iterdir() if p.name not in REPORTS], "a temporary file was left behind"
     if how == "sigkill":  # no chance to write: the last complete reports stand, untouched

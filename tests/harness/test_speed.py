@@ -85,6 +85,8 @@ def test_costliest_cells_are_scheduled_first(tmp_path):
     # The autotuner times its three configs again for every new input size: a minute a cell on the GPU.
     assert order.index("add_autotuned-raw-eager") < order.index("add-raw-aoti_strict") < order.index("add-raw-aoti_nonstrict")
     assert order.index("add-raw-compile_fullgraph") < order.index("add-raw-eager") < order.index("add-raw-opcheck")
+    # Among cells of one cost, row by row: twins that may share one package do not start side by side.
+    assert order.index("add-raw-aoti_strict") < order.index("scaled_add-raw-aoti_strict") < order.index("add-raw-aoti_nonstrict")
 
 
 def test_a_case_counts_the_configs_its_autotuners_time():
