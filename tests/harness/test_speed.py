@@ -81,7 +81,9 @@ def test_costliest_cells_are_scheduled_first(tmp_path):
                            "-k", "add-raw or add_autotuned-raw"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert list(tmp_path.iterdir()) == []  # collecting runs nothing, so it must not overwrite the last run's reports
     order = [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "test_cell[" in line]
-    assert order[:2] == ["add_autotuned-raw-aoti_strict", "add_autotuned-raw-aoti_nonstrict"], order
+    # Row by row among cells of one cost: the strict AOTInductor cells of both styles, then the non-strict.
+    assert order[:4] == ["add_autotuned-raw-aoti_strict", "add_autotuned-raw_autograd-aoti_strict",
+                         "add_autotuned-raw-aoti_nonstrict", "add_autotuned-raw_autograd-aoti_nonstrict"], order
     # The autotuner times its three configs again for every new input size: a minute a cell on the GPU.
     assert order.index("add_autotuned-raw-eager") < order.index("add-raw-aoti_strict") < order.index("add-raw-aoti_nonstrict")
     assert order.index("add-raw-compile_fullgraph") < order.index("add-raw-eager") < order.index("add-raw-opcheck")
