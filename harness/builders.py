@@ -13,7 +13,7 @@ import json
 import os
 import re
 import shutil
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, ContextManager, Mapping
 
 import torch
 from filelock import FileLock
@@ -48,6 +48,7 @@ class Build:
     inputs: tuple[Any, ...]
     max_batch: int
     batched: tuple[bool, ...]
+    dims: Mapping[int, int]  # dynamic dims besides the batch, with their largest sizes
     workdir: str
     label: str  # names the cell's files (its package)
     observer: GraphObserver
@@ -67,11 +68,20 @@ class _Program(torch.nn.Module):
         return self.fn(*inputs)
 
 
-def dynamic_batch(inputs: tuple[Any, ...], max_batch: int, batched: tuple[bool, ...] | None = None) -> tuple[Any, ...]:
-    """Dim 0 of every batched tensor input is one dynamic batch dimension (forward takes them as *inputs)."""
-    batch = torch.export.Dim("batch", min=1, max=max_batch)
+def dynamic_batch(inputs: tuple[Any, ...], max_batch: int, batched: tuple[bool, ...] | None = None,
+                  dims: Mapping[int, int] | None = None) -> tuple[Any, ...]:
+    """Dim 0 of every batched tensor input is one dynamic batch dimension, and each of `dims` one more,
+    shared by the batched inputs that have it (forward takes them as *inputs)."""
+    shared = {0: torch.export.Dim("batch", min=1, max=max_batch)}
+    shared.update({dim: torch.export.Dim(f"dim{dim}", min=1, max=largest) for dim, largest in (dims or {}).items()})
     batched = batched or (True,) * len(inputs)
-    return (tuple({0: batch} if isinstance(x, torch.Tensor) and b else None for x, b in zip(inputs, batched)),)
+
+    def spec(x: Any, is_batched: bool) -> dict[int, Any] | None:
+        if not isinstance(x, torch.Tensor) or not is_batched:
+            return None
+        return {dim: d for dim, d in shared.items() if dim < x.dim()}
+
+    return (tuple(spec(x, b) for x, b in zip(inputs, batched)),)
 
 
 def as_is(build: Build) -> Artifact:
@@ -85,15 +95,30 @@ def compiled(build: Build) -> Artifact:
     if options is None:  # training without a compiler
         return build.fn
     artifact = torch.compile(build.fn, **options)
+    if build.path.spec.unbacked:
+        artifact = _batch_unbacked(artifact, build.batched)
     with build.stage(Stage.COMPILE):
         build.call(artifact, build.inputs)
     return artifact
 
 
+def _batch_unbacked(artifact: Artifact, batched: tuple[bool, ...]) -> Artifact:
+    """Mark dim 0 of every batched tensor input unbacked before each call, as code that must not specialise
+    on a data-dependent size does: the compiled code may assume nothing of it, not even that it is not 0 or 1."""
+
+    def call(*inputs: Any) -> Any:
+        for x, is_batched in zip(inputs, batched):
+            if isinstance(x, torch.Tensor) and is_batched and x.dim() > 0:
+                torch._dynamo.decorators.mark_unbacked(x, 0)
+        return artifact(*inputs)
+
+    return call
+
+
 def _export(build: Build) -> torch.export.ExportedProgram:
     with build.stage(Stage.EXPORT):
         exported = torch.export.export(_Program(build.fn), build.inputs, strict=bool(build.path.spec.strict),
-                                       dynamic_shapes=dynamic_batch(build.inputs, build.max_batch, build.batched))
+                                       dynamic_shapes=dynamic_batch(build.inputs, build.max_batch, build.batched, build.dims))
     build.observer.record(exported.graph)
     return exported
 

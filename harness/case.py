@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import types
+import typing
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
@@ -46,9 +48,11 @@ class Example:
     shape: tuple[int, ...]
     seed: int
     scalars: tuple[tuple[str, Any], ...] = ()  # drawn values of the case's scalar inputs; () = its example_scalars
+    absent: frozenset[str] = frozenset()  # optional tensor inputs given as None in this example
 
     def __str__(self) -> str:
         drawn = "".join(f" {name}={value!r}" for name, value in self.scalars)
+        drawn += "".join(f" {name}=None" for name in sorted(self.absent))
         return f"{dtype_name(self.dtype)} shape={self.shape}{drawn} seed={self.seed}"
 
 
@@ -69,6 +73,15 @@ def kernel_name(kernel: Any) -> str:
     if not isinstance(name, str):
         raise TypeError(f"{kernel!r} is not a Triton kernel")
     return name
+
+
+def _is_optional_tensor(annotation: Any) -> bool:
+    """Optional[torch.Tensor] or torch.Tensor | None, also written as a string (from __future__ import annotations)."""
+    if isinstance(annotation, str):
+        text = annotation.replace(" ", "")
+        return text in ("Optional[torch.Tensor]", "Optional[Tensor]", "torch.Tensor|None", "Tensor|None", "None|torch.Tensor")
+    args = typing.get_args(annotation)
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and set(args) == {torch.Tensor, type(None)}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -127,6 +140,9 @@ class Case:
     example_scalars: their values where a path traces once (export, AOTInductor, opcheck, --perf).
     unbatched: names of tensor inputs without a batch dimension (weights, biases): export keeps their
         shapes static instead of tying their dim 0 to the batch.
+    dynamic_dims: dims of example_shape besides the batch that export marks dynamic too, each with its
+        largest size ({1: 1024}); every batched tensor input with that dim shares one Dim, and the exported
+        artifacts' checks draw it.
     requires(device): why this case cannot run on this device ("cuda" or "cpu"), or None; its cells are
         then skipped with that reason (e.g. a kernel that needs a Hopper GPU).
     mutates: names of inputs the launcher writes in place (declared as `mutates_args`).
@@ -149,6 +165,7 @@ class Case:
     scalars: Mapping[str, st.SearchStrategy[Any]] = field(default_factory=dict)
     example_scalars: Mapping[str, Any] = field(default_factory=dict)
     unbatched: frozenset[str] = frozenset()
+    dynamic_dims: Mapping[int, int] = field(default_factory=dict)
     requires: Callable[[str], str | None] | None = None
     mutates: frozenset[str] = frozenset()
     backward: Backward | None = None
@@ -190,6 +207,13 @@ class Case:
             raise CaseError(self.name, f"benchmark_batch {self.benchmark_batch} must lie in 1..max_batch ({self.max_batch})")
         if not self.dtypes:
             raise CaseError(self.name, "dtypes is empty")
+        for dim, largest in self.dynamic_dims.items():
+            if not isinstance(dim, int) or not 1 <= dim < len(self.example_shape):
+                raise CaseError(self.name, f"dynamic_dims names dim {dim!r}: give dims 1..{len(self.example_shape) - 1} of "
+                                           f"example_shape {self.example_shape} (dim 0 is the batch, always dynamic)")
+            if self.example_shape[dim] < 2 or largest < self.example_shape[dim]:
+                raise CaseError(self.name, f"dynamic_dims[{dim}]: example_shape's size there ({self.example_shape[dim]}) must be "
+                                           f"at least 2 (or export specialises it) and at most its largest size {largest}")
         for dtype in self.dtypes:
             if not isinstance(dtype, torch.dtype):
                 raise CaseError(self.name, f"unknown dtype {dtype!r}: give torch dtypes, e.g. torch.float16 (known: {', '.join(DTYPES)})")
@@ -294,13 +318,26 @@ class Case:
     def tolerance(self, dtype: torch.dtype) -> Tolerance:
         return self.tolerances.get(dtype) or DEFAULT_TOLERANCES[dtype]
 
+    @property
+    def optional_inputs(self) -> frozenset[str]:
+        """Tensor inputs annotated Optional[torch.Tensor] (or torch.Tensor | None): each example draws whether
+        it is given or None; make_inputs makes a tensor for it either way."""
+        return frozenset(p.name for p in self.input_parameters() if _is_optional_tensor(p.annotation))
+
     def inputs(self, example: Example, device: str) -> tuple[Any, ...]:
         generator = torch.Generator().manual_seed(example.seed)
         scalars = {**self.example_scalars, **dict(example.scalars)}
-        return (*self.make_inputs(example.shape, example.dtype, device, generator), *(scalars[name] for name in self.scalars))
+        made = self.make_inputs(example.shape, example.dtype, device, generator)
+        names = [p.name for p in self.input_parameters()]
+        made = tuple(None if name in example.absent else x for name, x in zip(names, made))
+        return (*made, *(scalars[name] for name in self.scalars))
 
-    def export_shape(self, batch: int) -> tuple[int, ...]:
-        return (batch, *self.example_shape[1:])
+    def export_shape(self, batch: int, sizes: Mapping[int, int] | None = None) -> tuple[int, ...]:
+        """example_shape with this batch, and these sizes in its dynamic dims."""
+        shape = [batch, *self.example_shape[1:]]
+        for dim, size in (sizes or {}).items():
+            shape[dim] = size
+        return tuple(shape)
 
     @property
     def benchmark_shape(self) -> tuple[int, ...]:

@@ -99,16 +99,32 @@ def _record(result: CellResult, exc: BaseException) -> None:
 
 
 def examples(case: Case, path: Path, checked_batch_max: int = Settings.checked_batch_max) -> st.SearchStrategy[Example]:
-    """The hypothesis examples a cell of this row checks (Row.examples says how they vary)."""
+    """The hypothesis examples a cell of this row checks (Row.examples says how they vary). A case with
+    optional tensor inputs also draws which of them are None."""
     how = path.spec.examples
+    extra: dict[str, st.SearchStrategy[Any]] = {}
+    if case.optional_inputs:
+        extra["absent"] = st.sets(st.sampled_from(sorted(case.optional_inputs))).map(frozenset)
     if how is Examples.ONCE:
-        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0))
+        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0), **extra)
     if how is Examples.BATCH:
         shapes = st.integers(1, min(case.max_batch, checked_batch_max)).map(case.export_shape)
-        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1))
+        if case.dynamic_dims:  # the other dynamic dims are drawn too, each up to its largest size
+            dims = sorted(case.dynamic_dims)
+            sizes = st.tuples(*(st.integers(1, min(case.dynamic_dims[d], checked_batch_max)) for d in dims))
+            shapes = st.tuples(st.integers(1, min(case.max_batch, checked_batch_max)), sizes).map(
+                lambda drawn: case.export_shape(drawn[0], dict(zip(dims, drawn[1]))))
+        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1), **extra)
     # Scalars vary where the artifact is made per call (eager, compile): a new value may recompile.
     scalars = st.tuples(*(st.tuples(st.just(name), values) for name, values in case.scalars.items()))
-    return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=case.shapes, seed=st.integers(0, 2**31 - 1), scalars=scalars)
+    return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=case.shapes, seed=st.integers(0, 2**31 - 1), scalars=scalars,
+                     **extra)
+
+
+def traces_once(path: Path) -> bool:
+    """Rows whose artifact is traced once (export, AOTInductor, opcheck): a None input is part of what was
+    traced, so each structure of the inputs (which optional inputs are None) gets an artifact of its own."""
+    return path.spec.examples is not Examples.DRAWN
 
 
 def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -135,7 +151,7 @@ class Execution:
         self.result = CellResult(cell, Outcome.PASS)
         self.training = cell.path.spec.kind is Kind.TRAIN
         self.observer = GraphObserver()
-        self.artifacts: dict[torch.dtype, Callable[..., Any]] = {}
+        self.artifacts: dict[tuple[torch.dtype, frozenset[str]], Callable[..., Any] | None] = {}
         self.program: Callable[..., Any] = case.reference
         self.reference: Callable[..., Any] = case.reference
 
@@ -236,19 +252,35 @@ class Execution:
         if self.training:
             self.reference = train.step(self.reference)
 
-    def artifact(self, dtype: torch.dtype) -> Callable[..., Any]:
-        """What runs on the row for this dtype, built on first use (its builder announces its stages)."""
-        if dtype not in self.artifacts:
-            inputs = self.inputs(Example(dtype, self.case.example_shape, seed=0))
+    def structure(self, inputs: tuple[Any, ...]) -> frozenset[str]:
+        """Which inputs are None, where it matters: on rows that trace once."""
+        if not traces_once(self.cell.path):
+            return frozenset()
+        return frozenset(p.name for p, x in zip(self.case.input_parameters(), inputs) if x is None)
+
+    def artifact(self, dtype: torch.dtype, absent: frozenset[str] = frozenset()) -> Callable[..., Any] | None:
+        """What runs on the row for this dtype (and structure of the inputs), built on first use; its builder
+        announces its stages. None where the structure cannot be traced at example_shape (make_inputs gives
+        None on its own there): the examples of that structure are not checked on this row, and the result says so."""
+        key = (dtype, absent)
+        if key not in self.artifacts:
+            inputs = self.inputs(Example(dtype, self.case.example_shape, seed=0, absent=absent & self.case.optional_inputs))
+            if self.structure(inputs) != absent:
+                self.artifacts[key] = None
+                self.result.unchecked.append(f"{dtype_name(dtype)} with {', '.join(sorted(absent)) or 'no input'} None: "
+                                             f"make_inputs gives another structure at example_shape, where this row traces")
+                return None
             if self.training:
                 inputs = train.leaves(inputs)
-            key = self.cell.package_key(dtype_name(dtype))
+            variant = dtype_name(dtype) + "".join(f"-no-{name}" for name in sorted(absent))
+            key_name = self.cell.package_key(variant)
             shared = None
-            if key is not None and self.settings.packages is not None:
-                shared = builders.Shared(packages=self.settings.packages, caches=self.settings.caches or self.settings.workdir, key=key)
+            if key_name is not None and self.settings.packages is not None:
+                shared = builders.Shared(packages=self.settings.packages, caches=self.settings.caches or self.settings.workdir, key=key_name)
             request = builders.Build(
                 path=self.cell.path, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, batched=self.case.batched,
-                workdir=self.settings.workdir, label=f"{self.cell.id}-{dtype_name(dtype)}", observer=self.observer,
+                dims=self.case.dynamic_dims,
+                workdir=self.settings.workdir, label=f"{self.cell.id}-{variant}", observer=self.observer,
                 shared=shared, stage=self.stage, call=self.call,
             )
             start = time.perf_counter()
@@ -256,9 +288,9 @@ class Execution:
                 built = builders.build(request)
             finally:
                 self.result.timings.compile += time.perf_counter() - start
-            self.artifacts[dtype] = train.step(built) if self.training else built
+            self.artifacts[key] = train.step(built) if self.training else built
             self.announce(Stage.RUN)
-        return self.artifacts[dtype]
+        return self.artifacts[key]
 
     def verify(self, artifact: Callable[..., Any], dtype: torch.dtype, inputs: tuple[Any, ...]) -> None:
         """Run the artifact and the reference on the same inputs; raise Mismatch where they differ."""
@@ -272,12 +304,23 @@ class Execution:
         names = list(self.cell.path.spec.outputs) or (
             [f"output {n}" for n in range(len(expected) - len(graded))] + [f"gradient of input {n!r}" for n in graded]
         )
+
+        def float64() -> list[Any] | None:
+            """The reference on the same inputs in float64: the exact answer both are judged against."""
+            wide = tuple(x.detach().double() if isinstance(x, torch.Tensor) and x.is_floating_point() else
+                         x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+            try:
+                return flatten(self.reference(*wide)) + [wide[i] for i in tensors]
+            except Exception:  # noqa: BLE001 - a reference that cannot run in float64 leaves the plain comparison
+                return None
+
         assert_close(
             self.case,
             dtype,
             expected + [ref_inputs[i] for i in tensors],
             actual + [act_inputs[i] for i in tensors],
             names + [f"input {input_names[i]!r} after the call" for i in tensors],
+            float64,
         )
 
     def check(self) -> None:
@@ -316,8 +359,11 @@ class Execution:
             result.examples_run += 1
             dtypes_seen.add(dtype_name(ex.dtype))
             inputs = self.inputs(ex)
-            try:
-                self.verify(self.artifact(ex.dtype), ex.dtype, inputs)
+            try:  # another dtype's (or structure's) artifact is built here, and may fail to build
+                artifact = self.artifact(ex.dtype, self.structure(inputs))
+                if artifact is None:
+                    return  # a structure this row could not trace: said in result.unchecked
+                self.verify(artifact, ex.dtype, inputs)
             except (StageFailure, Mismatch) as exc:
                 if not failures:
                     shrink_until = result.examples_run + config.shrink_examples

@@ -93,6 +93,7 @@ class CellResult:
     kernel_in_graph: str | None = None  # "traced", "opaque" or "absent", read off the compiled/exported graphs
     warnings: list[str] = field(default_factory=list)  # what PyTorch logged as a warning during the cell
     dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this run does not test it
+    unchecked: list[str] = field(default_factory=list)  # examples the cell drew but could not check, and why
     signal: str | None = None
     fault: str | None = None  # for an error: "case" (its make_inputs or reference raised) or "harness"
     flaky: str | None = None  # set by hand in a baseline: why this cell's outcome may vary (it is not checked)

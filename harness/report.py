@@ -226,9 +226,43 @@ def support_chart(results: Results) -> str:
         "path itself works here. Every entry links to its row of [MATRIX.md](MATRIX.md), which shows each "
         "cell with its outcome and the first line of its error.",
         "",
+        *_findings(results),
         *_speed_section(results),
     ]
     return "\n".join(text)
+
+
+def _findings(results: Results) -> list[str]:
+    """Where the cases disagree: on each row and style where some cases pass and others do not, the cases on
+    the smaller side, gathered by case. A kernel that breaks where the others work (or works where they
+    break) is what a reader of the chart most needs to see; each entry links to its row in MATRIX.md."""
+    groups: dict[tuple[Path, Wrapping], list[CellResult]] = defaultdict(list)
+    for cell in results.cells:
+        groups[(cell.path, cell.wrapping)].append(cell)
+    odd: dict[tuple[str, str], dict[Path, list[str]]] = defaultdict(lambda: defaultdict(list))  # (case, how) -> row -> styles
+    for path in Path:
+        for style in Wrapping:
+            counted = [c for c in groups.get((path, style), []) if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)]
+            passed = [c for c in counted if c.outcome is Outcome.PASS]
+            failed = [c for c in counted if c.outcome is not Outcome.PASS]
+            if not passed or not failed:
+                continue
+            if len(failed) <= len(passed):
+                for c in failed:
+                    odd[(c.case, "fails where most cases pass")][path].append(f"{style.title} ({label(c)})")
+            else:
+                for c in passed:
+                    odd[(c.case, "passes where most cases fail")][path].append(style.title)
+    if not odd:
+        return []
+    lines = ["## Findings: where the cases disagree", "",
+             "On each row and style where some cases pass and others do not, the cases on the smaller side, by case "
+             "(every cell and its error is in MATRIX.md):", ""]
+    for (case, how), rows in sorted(odd.items()):
+        cells = sum(len(styles) for styles in rows.values())
+        where = "; ".join(f"[{path.spec.title}](MATRIX.md#{path.value}): {', '.join(styles)}" for path, styles in rows.items())
+        lines.append(f"- `{case}` {how}, in {cells} cell{'s' if cells != 1 else ''}: {where}")
+    return [*lines, ""]
 
 
 def _speed_section(results: Results) -> list[str]:

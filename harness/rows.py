@@ -77,6 +77,7 @@ class Row:
     examples: Examples
     strict: bool | None = None  # torch.export's strict=, on the rows that export
     compile_options: Mapping[str, Any] | None = None  # torch.compile's arguments, on the rows that compile
+    unbacked: bool = False  # torch._dynamo.mark_unbacked on dim 0 of every batched tensor input before each call
     applies: Applies = _everywhere
     device: str | None = None  # a device the row always runs on ("cpu"), else the run's
     outputs: tuple[str, ...] = ()  # names of what the row's program returns, where it is not the case's outputs
@@ -131,6 +132,8 @@ class Path(str, enum.Enum):
                           examples=Examples.DRAWN, compile_options=_options())
     COMPILE_DYNAMIC = Row("compile_dynamic", Kind.COMPILE, "torch.compile(dynamic=True)", **_COMPILE, timed=True,
                           examples=Examples.DRAWN, compile_options=_options(dynamic=True))
+    COMPILE_UNBACKED = Row("compile_unbacked", Kind.COMPILE, "torch.compile(fullgraph=True), batch unbacked (mark_unbacked)",
+                           **_COMPILE, timed=True, examples=Examples.DRAWN, compile_options=_options(fullgraph=True), unbacked=True)
     EXPORT_STRICT = Row("export_strict", Kind.EXPORT, "torch.export(strict=True)", **_EXPORT, timed=True,
                         examples=Examples.BATCH, strict=True)
     EXPORT_NONSTRICT = Row("export_nonstrict", Kind.EXPORT, "torch.export(strict=False)", **_EXPORT, timed=True,

@@ -30,14 +30,20 @@ def _flop_count(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> int:
     return int(counter.get_total_flops())
 
 
+def _second_half(x: torch.Tensor) -> torch.Tensor:
+    """The TwoTensor's .b: half of a floating tensor, so .a and .b differ; an integer or bool tensor (an index,
+    a mask) as it is, since halving would change its dtype and its meaning."""
+    return x * 0.5 if x.is_floating_point() else x.clone()
+
+
 def _two_tensors(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     from torch.testing._internal.two_tensor import TwoTensor
 
-    return tuple(TwoTensor(x, x * 0.5) if isinstance(x, torch.Tensor) else x for x in inputs)
+    return tuple(TwoTensor(x, _second_half(x)) if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
 def _halves(inputs: tuple[Any, ...], part: str) -> tuple[Any, ...]:
-    return tuple((x if part == "a" else x * 0.5) if isinstance(x, torch.Tensor) else x for x in inputs)
+    return tuple((x if part == "a" else _second_half(x)) if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
 def programs(path: Path, case: Case, wrapping: Wrapping) -> tuple[Callable[..., Any], Callable[..., Any]]:

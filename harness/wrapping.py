@@ -28,9 +28,11 @@ def empty_like(tensor: torch.Tensor, **kwargs: Any) -> torch.Tensor:
     return torch.full_like(tensor, _poison_value(kwargs.get("dtype") or tensor.dtype), **kwargs)
 
 
-def empty(size: Any, *, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.Tensor:
+def empty(*size: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.Tensor:
+    """As torch.empty: k.empty(n, m), k.empty((n, m)) or k.empty(torch.Size(...))."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
     dtype = dtype or torch.get_default_dtype()
-    return torch.full(size, _poison_value(dtype), dtype=dtype, **kwargs)
+    return torch.full(shape, _poison_value(dtype), dtype=dtype, **kwargs)
 
 
 def kernel_namespace(kernels: tuple[Any, ...], wrap: Callable[[Any], Any] | None = None) -> types.SimpleNamespace:
@@ -144,7 +146,8 @@ def _autograd_function(case: Case) -> type:
     (Dynamo treats a varargs forward differently)."""
     params = case.input_parameters()
     names = [p.name for p in params]
-    tensors = [p.name for p in params if p.annotation is torch.Tensor]
+    optional = case.optional_inputs  # saved like tensors: save_for_backward takes None
+    tensors = [p.name for p in params if p.annotation is torch.Tensor or p.name in optional]
     others = [n for n in names if n not in tensors]
     backward = _backward_callable(case, Wrapping.RAW) if case.backward else None
 

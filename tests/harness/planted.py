@@ -52,6 +52,16 @@ def spin_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def row_sum_kernel(x_ptr, out_ptr, n_rows, K: tl.constexpr, BLOCK: tl.constexpr, COLUMNS: tl.constexpr):
+    # Sums the first COLUMNS of K columns in float32 and rounds once: closer to the exact sum than a
+    # float16 reference that rounds after every addition.
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, K)
+    x = tl.load(x_ptr + rows[:, None] * K + cols[None, :], mask=(rows[:, None] < n_rows) & (cols[None, :] < COLUMNS), other=0.0)
+    tl.store(out_ptr + rows, tl.sum(x.to(tl.float32), axis=1).to(out_ptr.dtype.element_ty), mask=rows < n_rows)
+
+
+@triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, K: tl.constexpr, N: tl.constexpr, BLOCK_M: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     ks = tl.arange(0, K)
@@ -179,6 +189,27 @@ def _reference_that_raises(x):
     raise ArithmeticError("planted: the reference raises")
 
 
+def _row_sum_launcher(columns):
+    def launch(k, x: torch.Tensor) -> torch.Tensor:
+        out = k.empty(x.shape[0], dtype=x.dtype, device=x.device)
+        k.row_sum_kernel[(triton.cdiv(x.shape[0], 16),)](x, out, x.shape[0], K=x.shape[1], BLOCK=16, COLUMNS=columns)
+        return out
+
+    return launch
+
+
+def sum_in_order(x):
+    """A row sum as naive code writes it: one rounding to the input's dtype after every addition."""
+    total = x[:, 0].clone()
+    for j in range(1, x.shape[1]):
+        total = total + x[:, j]
+    return total
+
+
+ROW_SUM = dict(reference=sum_in_order, shapes=inputs.shapes(300).map(lambda s: (s[0], 64)), example_shape=(40, 64),
+               dtypes=(torch.float16,))
+
+
 def _kill_pytest_worker():
     # The runner's parent is the pytest(-xdist) worker: this takes the worker down mid-cell.
     os.kill(os.getppid(), signal.SIGKILL)
@@ -199,6 +230,8 @@ CASES = [
     _planted("planted_faults_then_raises", read_far_out_of_bounds_kernel, _launch_then_raise("read_far_out_of_bounds_kernel")),
     _planted("planted_inputs_fail_on_large_shapes", copy_kernel, _launch_with("copy_kernel"), make_inputs=_inputs_refusing_large_shapes),
     _planted("planted_reference_raises", copy_kernel, _launch_with("copy_kernel"), reference=_reference_that_raises),
+    _planted("planted_sums_in_fp32", row_sum_kernel, _row_sum_launcher(64), **ROW_SUM),
+    _planted("planted_sums_half_the_row", row_sum_kernel, _row_sum_launcher(32), **ROW_SUM),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
     _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone()), dtypes=(torch.float32, torch.float16)),
     _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),

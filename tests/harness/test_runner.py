@@ -98,6 +98,14 @@ def test_the_cases_own_code_raising_is_the_cases_error_not_the_harness(run_plant
     assert label(raising) == "case error @reference"
 
 
+def test_another_summation_order_is_not_a_wrong_answer_but_a_mistake_still_is(run_planted):
+    order = run_planted("planted_sums_in_fp32")  # float32 accumulation vs a float16 reference rounding every step
+    assert order.outcome is Outcome.PASS, order.message
+    mistake = run_planted("planted_sums_half_the_row")
+    assert mistake.outcome is Outcome.WRONG
+    assert "RMSE against a float64 reference" in mistake.message
+
+
 def test_unknown_case_is_a_harness_error(run_planted):
     result = run_planted("no_such_case")
     assert result.outcome is Outcome.ERROR

@@ -401,3 +401,39 @@ def test_a_triton_kernel_is_identified_by_its_code_and_settings_not_its_address(
     assert _kernel_identity(add) == _kernel_identity(add)
     assert _kernel_identity(add) != _kernel_identity(autotuned)
     assert not any("0x" in part for part in _kernel_identity(autotuned))  # no addresses: processes agree
+
+
+def test_a_result_as_close_to_float64_as_the_eager_reference_passes_and_a_mistake_does_not():
+    from tests.harness.planted import sum_in_order
+
+    x = torch.randn(40, 64, generator=torch.Generator().manual_seed(0)).half()
+    eager, fp32_accumulated, exact = sum_in_order(x), x.float().sum(1).half(), x.double().sum(1)
+    case = _case(dtypes=(torch.float16,))
+    with pytest.raises(Mismatch):  # beyond float16's tolerance of the eager reference
+        assert_close(case, torch.float16, [eager], [fp32_accumulated], ["out"])
+    assert_close(case, torch.float16, [eager], [fp32_accumulated], ["out"], lambda: [exact])
+    with pytest.raises(Mismatch, match="RMSE against a float64 reference"):
+        assert_close(case, torch.float16, [eager], [fp32_accumulated + 0.25], ["out"], lambda: [exact])
+    with pytest.raises(Mismatch, match="2 of 4 elements"):  # integers exactly, however close
+        assert_close(case, torch.float16, [torch.tensor([1, 2, 3, 4])], [torch.tensor([1, 3, 3, 5])], ["out"], lambda: None)
+
+
+def test_findings_name_the_case_on_the_smaller_side_of_each_row_and_style():
+    def cell(name, outcome, **kw):
+        return CellResult(Cell.parse(name), outcome, **kw)
+
+    results = Results(fingerprint={}, cells=[
+        cell("a-raw-eager", Outcome.PASS), cell("b-raw-eager", Outcome.PASS),
+        cell("c-raw-eager", Outcome.WRONG, max_error=2.0),
+        cell("a-raw-compile_default", Outcome.PASS),
+        cell("b-raw-compile_default", Outcome.FAIL, stage=Stage.COMPILE), cell("c-raw-compile_default", Outcome.FAIL, stage=Stage.COMPILE),
+        cell("a-raw-export_strict", Outcome.PASS), cell("b-raw-export_strict", Outcome.SKIPPED),  # a skip is no disagreement
+        cell("a-triton_op-eager", Outcome.PASS), cell("b-triton_op-eager", Outcome.PASS),
+    ])
+    chart = support_chart(results)
+    findings = chart.split("## Findings: where the cases disagree")[1].split("\n## ")[0]
+    lines = [line for line in findings.splitlines() if line.startswith("- ")]
+    assert lines == [
+        "- `a` passes where most cases fail, in 1 cell: [torch.compile (graph breaks allowed)](MATRIX.md#compile_default): raw @triton.jit",
+        "- `c` fails where most cases pass, in 1 cell: [eager](MATRIX.md#eager): raw @triton.jit (WRONG (max err 2))",
+    ]
