@@ -99,6 +99,9 @@ def _start_matrix(tmp_path, selection, workers):
         [sys.executable, "-m", "pytest", "-n", str(workers), "-v", "-p", "no:cacheprovider", f"--cases={tmp_path / 'planted_copy.py'}",
          f"--report-dir={tmp_path / 'reports'}", "--matrix-profile=ci", "-k", selection, "tests/test_matrix.py"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        # Ctrl-C's default action, as a terminal's foreground job has it: a shell's background job (`cmd &`, as
+        # a CI script may start this test run) inherits SIGINT ignored, and the run would rightly ignore it too.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
