@@ -2,8 +2,10 @@
 
 One runner process serves many cells: torch and triton are imported once, not once per cell. It is
 replaced after a crash, a timeout, or a cell that leaves the GPU unusable, and after
-`cells_per_process` cells when that is set (1 gives every cell a fresh process). A standby process,
-started while the current one works, takes over at once, so a replacement costs no start-up time.
+`cells_per_process` cells when that is set (1 gives every cell a fresh process). Once a runner has had to
+be replaced, a standby process is started beside each later one and takes over at once, so the next
+replacement costs no start-up time. The first runner has none: most runs never replace a runner, and on a
+machine with few cores a standby importing torch beside every pytest worker slows the cells that run.
 
 Protocol: the parent writes one JSON request a line to the child's stdin; the child answers on its
 original stdout with JSON events (`ready`, `stage`, `result`, then `healthy` or `unhealthy`); the parent
@@ -102,6 +104,7 @@ class Runner:
         self._proc: subprocess.Popen[bytes] | None = None
         self._spare: tuple[subprocess.Popen[bytes], str] | None = None
         self._spawned = 0
+        self._starts = 0  # runner processes that have served (or tried to); past the first, keep a standby
         self._buffer = b""
         self._served = 0
         os.makedirs(workdir, exist_ok=True)
@@ -139,12 +142,13 @@ class Runner:
         self._proc, self.log_path = spare or self._spawn()
         self._buffer = b""
         self._served = 0
+        self._starts += 1
         event = self._next_event(time.monotonic() + self.start_timeout)
         if event is None or event["event"] != "ready":
             tail = self._log_tail(0)
             self.stop()
             raise RunnerDied(f"the runner process did not start: {event or 'no answer'}; log: {' | '.join(tail[-5:])}")
-        if self.standby:
+        if self.standby and (self._starts > 1 or self.cells_per_process):
             self._spare = self._spawn()
         return time.perf_counter() - began
 

@@ -166,18 +166,21 @@ def test_a_profile_that_checks_fewer_dtypes_says_which_it_left_out(run_planted):
 
 
 def _wait_for_standby(runner, timeout=120):
-    """Until the standby process has announced it is ready (its first line sits unread in its pipe)."""
+    """Until the waiting process (prepared or standby) has announced it is ready (its first line sits unread in its pipe)."""
     proc, _ = runner._spare
     ready, _, _ = select.select([proc.stdout.fileno()], [], [], timeout)
     assert ready, "the standby runner did not start"
 
 
 @pytest.mark.parametrize("standby", [True, False])
-def test_a_standby_runner_takes_over_after_a_crash(run_planted, standby):
+def test_a_standby_runner_waits_once_a_runner_was_replaced_and_takes_over_after_the_next_crash(run_planted, standby):
     workdir = tempfile.mkdtemp(prefix="tcm-test-")
     try:
         with Runner([PLANTED], workdir, env=runner_env(workdir), standby=standby) as runner:
             assert run_planted("planted_ok", runner=runner).outcome is Outcome.PASS
+            assert runner._spare is None  # the first runner has no standby: most runs never replace one
+            assert run_planted("planted_segfault", runner=runner).outcome is Outcome.CRASH
+            replaced = run_planted("planted_ok", runner=runner)
             if standby:
                 _wait_for_standby(runner)
             assert run_planted("planted_segfault", runner=runner).outcome is Outcome.CRASH
@@ -185,13 +188,14 @@ def test_a_standby_runner_takes_over_after_a_crash(run_planted, standby):
             logs = runner.logs()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    assert after.outcome is Outcome.PASS
+    assert replaced.outcome is Outcome.PASS and after.outcome is Outcome.PASS
+    assert replaced.timings.process_start > 1.0  # the first replacement imports torch
     if standby:  # it was already running: taking over costs a handshake, not an import of torch
         assert 0 < after.timings.process_start < 1.0
-        assert len(logs) == 3  # the first, the standby that took over, and the next standby
+        assert len(logs) == 4  # the first, its replacement, the standby that took over, and the next standby
     else:
         assert after.timings.process_start > 1.0
-        assert len(logs) == 2
+        assert len(logs) == 3
 
 
 def test_a_prepared_runner_starts_before_the_first_cell(run_planted):
@@ -206,7 +210,7 @@ def test_a_prepared_runner_starts_before_the_first_cell(run_planted):
         shutil.rmtree(workdir, ignore_errors=True)
     assert first.outcome is Outcome.PASS
     assert 0 < first.timings.process_start < 1.0
-    assert len(logs) == 2  # the prepared process and, once it served, its standby
+    assert len(logs) == 1  # the prepared process, and no standby beside it
 
 
 def test_runners_split_the_cpu_cores_between_pytest_workers(tmp_path, monkeypatch):
