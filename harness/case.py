@@ -75,11 +75,14 @@ def kernel_name(kernel: Any) -> str:
     return name
 
 
+def resolved_signature(fn: Callable[..., Any]) -> inspect.Signature:
+    """fn's signature with its annotations as types: a module with `from __future__ import annotations` has
+    them as strings, which the schema inference, the Optional check and the autograd wrapping cannot read."""
+    return inspect.signature(fn, eval_str=True)
+
+
 def _is_optional_tensor(annotation: Any) -> bool:
-    """Optional[torch.Tensor] or torch.Tensor | None, also written as a string (from __future__ import annotations)."""
-    if isinstance(annotation, str):
-        text = annotation.replace(" ", "")
-        return text in ("Optional[torch.Tensor]", "Optional[Tensor]", "torch.Tensor|None", "Tensor|None", "None|torch.Tensor")
+    """Optional[torch.Tensor], Union[torch.Tensor, None] or torch.Tensor | None."""
     args = typing.get_args(annotation)
     return typing.get_origin(annotation) in (typing.Union, types.UnionType) and set(args) == {torch.Tensor, type(None)}
 
@@ -223,7 +226,7 @@ class Case:
         for p in params:
             if p.annotation is inspect.Parameter.empty:
                 raise CaseError(self.name, f"launcher parameter {p.name!r} needs a type annotation (the schema is inferred)")
-        if inspect.signature(self.launch).return_annotation is inspect.Signature.empty:
+        if self._signature(self.launch, "launcher").return_annotation is inspect.Signature.empty:
             raise CaseError(self.name, "launcher needs a return annotation (-> torch.Tensor, -> None, ...)")
         for attr in ("mutates", "unbatched"):
             unknown = set(getattr(self, attr)) - {p.name for p in params}
@@ -235,7 +238,7 @@ class Case:
             if not callable(self.backward.launch):
                 raise CaseError(self.name, "backward.launch must be a function")
             # The operator styles register the backward as an operator too: its schema comes from these.
-            signature = inspect.signature(self.backward.launch)
+            signature = self._signature(self.backward.launch, "backward")
             for p in list(signature.parameters.values())[1:]:
                 if p.annotation is inspect.Parameter.empty:
                     raise CaseError(self.name, f"backward parameter {p.name!r} needs a type annotation (the schema is inferred)")
@@ -304,8 +307,15 @@ class Case:
                 inner = getattr(inner, "fn", None)
         return count
 
+    def _signature(self, fn: Callable[..., Any], what: str) -> inspect.Signature:
+        try:
+            return resolved_signature(fn)
+        except Exception as exc:  # a name the string annotations use that their module does not define
+            raise CaseError(self.name, f"{what}'s type annotations do not evaluate ({type(exc).__name__}: {_first_line(exc)}): "
+                                       "import what they name in the case's module") from None
+
     def input_parameters(self) -> list[inspect.Parameter]:
-        params = list(inspect.signature(self.launch).parameters.values())
+        params = list(self._signature(self.launch, "launcher").parameters.values())
         if not params or params[0].annotation is not inspect.Parameter.empty:
             raise CaseError(self.name, "launcher must take the kernel namespace `k` first (unannotated), then the inputs")
         return params[1:]

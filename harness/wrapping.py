@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import linecache
 import math
 import sys
@@ -11,7 +10,7 @@ from typing import Any, Callable
 
 import torch
 
-from harness.case import Case, kernel_name
+from harness.case import Case, kernel_name, resolved_signature
 from harness.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
 
 
@@ -59,7 +58,7 @@ def build(case: Case, wrapping: Wrapping, cpu_fallback: bool = False) -> Callabl
 
 def _signature_of(launch: Callable[..., Any], name: str, body: Callable[..., Any]) -> Callable[..., Any]:
     """Give `body(*args)` the launcher's signature minus `k`, so torch.library can infer the schema."""
-    sig = inspect.signature(launch)
+    sig = resolved_signature(launch)
     body.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])  # type: ignore[attr-defined]
     body.__name__ = name
     return body

@@ -4,6 +4,8 @@ import json
 import math
 import os
 
+import typing
+
 import pytest
 import torch
 from hypothesis import strategies as st
@@ -48,6 +50,25 @@ def _case(**overrides):
     )
     fields.update(overrides)
     return Case(**fields)
+
+
+def _launch_annotated_as_strings(k, x: "torch.Tensor", bias: "typing.Optional[torch.Tensor]") -> "torch.Tensor":
+    return x if bias is None else x + bias  # the annotations a module with `from __future__ import annotations` has
+
+
+def _launch_annotated_with_an_unknown_name(k, x: "Tensr") -> "torch.Tensor":
+    return x
+
+
+def test_string_annotations_are_read_as_the_types_they_name_and_an_unknown_name_is_the_cases_problem():
+    case = _case(launch=_launch_annotated_as_strings, reference=lambda x, bias: x if bias is None else x + bias,
+                 make_inputs=lambda shape, dtype, device, gen: (torch.zeros(shape, dtype=dtype), torch.ones(shape, dtype=dtype)))
+    case.check()
+    assert case.optional_inputs == {"bias"}
+    assert [p.annotation for p in case.input_parameters()] == [torch.Tensor, typing.Optional[torch.Tensor]]
+    with pytest.raises(CaseError, match="case 'good': launcher's type annotations do not evaluate \\(NameError: name 'Tensr' "
+                                        "is not defined\\): import what they name in the case's module"):
+        _case(launch=_launch_annotated_with_an_unknown_name).check()
 
 
 @pytest.mark.parametrize(
