@@ -150,33 +150,29 @@ def test_an_interrupted_run_leaves_the_old_reports_or_new_ones_marked_incomplete
 
 def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     baseline = tmp_path / "baseline.json"  # workers=0: comparing with the baseline is the controller's alone
-    selection = "test_cell[planted_wrong-raw-eager] or test_cell[planted_ok-raw-eager]"
+    selection = " or ".join(f"test_cell[planted_{c}-raw-eager]" for c in ("wrong", "ok", "unwritten"))
     proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}", "--accept"])
     assert proc.returncode == 0 and "accepted this run's outcomes as the baseline" in proc.stdout
 
-    accepted = json.loads(baseline.read_text())
+    # Against a baseline in which the wrong cell passed and the passing cell failed: both cells fail their
+    # tests. The unwritten cell also passed there, but is labelled flaky (not checked), and a baseline cell
+    # that did not run is named; neither fails a test.
     data = json.loads(baseline.read_text())
     cells = {c["cell"]: c for c in data["cells"]}
     cells["planted_wrong-raw-eager"].update(outcome="pass", stage=None, error_type=None, message=None)
     cells["planted_ok-raw-eager"].update(outcome="fail", stage="run", error_type="RuntimeError", message="old failure")
+    cells["planted_unwritten-raw-eager"].update(outcome="pass", stage=None, error_type=None, message=None, flaky="planted: varies by design")
+    cells["planted_segfault-raw-eager"] = dict(cells["planted_wrong-raw-eager"], cell="planted_segfault-raw-eager", case="planted_segfault")
+    data["cells"] = list(cells.values())
     baseline.write_text(json.dumps(data))
     proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}"])
     assert proc.returncode == 1
     assert "REGRESSED: planted_wrong-raw-eager passed in the baseline, now WRONG" in proc.stdout
     assert "IMPROVED: planted_ok-raw-eager was fail @run" in proc.stdout
     assert f"pytest --baseline={baseline} --accept" in proc.stdout
-
-    # The accepted outcomes again: the wrong cell is as it was (nothing to report), the passing cell differs
-    # from its baseline but is labelled flaky (not checked), and a baseline cell that did not run is named.
-    cells = {c["cell"]: c for c in accepted["cells"]}
-    cells["planted_ok-raw-eager"].update(outcome="fail", stage="run", error_type="RuntimeError", message="old failure",
-                                         flaky="planted: varies by design")
-    cells["planted_segfault-raw-eager"] = dict(cells["planted_wrong-raw-eager"], cell="planted_segfault-raw-eager", case="planted_segfault")
-    accepted["cells"] = list(cells.values())
-    baseline.write_text(json.dumps(accepted))
-    proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}"])
-    assert proc.returncode == 0, proc.stdout[-2000:]
-    assert "REGRESSED" not in proc.stdout and "IMPROVED" not in proc.stdout
+    failed = {line.split("[", 1)[1].split("]", 1)[0] for line in proc.stdout.splitlines() if line.startswith("FAILED ")}
+    assert failed == {"planted_wrong-raw-eager", "planted_ok-raw-eager"}, proc.stdout[-3000:]
+    assert "planted_unwritten" not in "".join(line for line in proc.stdout.splitlines() if "REGRESSED" in line or "IMPROVED" in line)
     assert "1 baseline cells did not run: planted_segfault-raw-eager" in proc.stdout
 
 
