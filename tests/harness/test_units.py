@@ -114,6 +114,7 @@ def test_every_builtin_case_loads_and_duplicates_are_reported():
     assert set(loaded.cases) == {
         "add", "add_autotuned", "constexpr_global", "heuristics_autotune", "layernorm", "matmul", "maybe_empty", "scale_inplace",
         "scaled_add", "silu", "sin", "softmax_rows", "strided", "tma_add", "two_outputs",
+        "autotune_sizes", "embedding_gather", "grid_2d", "histogram_atomic", "mask_select", "optional_bias",
     }
     twice = registry.load([PLANTED, PLANTED])
     assert set(twice.cases) == set(registry.load([PLANTED]).cases)  # the first of each name is kept
