@@ -198,14 +198,15 @@ def test_a_users_own_module_runs_alone_or_beside_the_builtin_cases(tmp_path):
     assert results["problems"] == []
     assert "my_leaky_relu" in (reports / "SUPPORT.md").read_text()
 
-    proc, results, _ = _run_cases(tmp_path / "both", ["cases", "examples/my_kernels.py"], "(add-raw-eager and not scaled_add and not tma_add) or my_leaky_relu-raw-eager")
+    proc, results, _ = _run_cases(tmp_path / "both", ["cases", "examples/my_kernels.py"], "(add-raw-eager and not scaled_add and not tma_add) or my_leaky_relu-raw-eager",
+                                  workers=0)  # the run above has the module imported by an xdist worker
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert set(outcomes(results)) == {"add-raw-eager", "my_leaky_relu-raw-eager"}
 
 
 def test_malformed_modules_and_cases_are_reported_and_the_good_cases_still_run(tmp_path):
     names = ["malformed.py", "duplicate.py", "broken_import.py", "no_cases.py", "missing.py"]
-    proc, results, reports = _run_cases(tmp_path, [os.path.join(USER_MODULES, n) for n in names], "user_good and eager")
+    proc, results, reports = _run_cases(tmp_path, [os.path.join(USER_MODULES, n) for n in names], "user_good and eager", workers=0)
     assert proc.returncode == 1  # the run fails, so CI notices
     assert outcomes(results)["user_good-raw-eager"]["outcome"] == "pass"
     problems = {(os.path.basename(p["module"]), p["case"]): p["message"] for p in results["problems"]}
@@ -234,7 +235,7 @@ def test_repeat_runs_the_matrix_n_times_and_finds_no_difference_in_deterministic
     selection = "test_cell[planted_ok-raw-eager] or test_cell[planted_wrong-raw-eager] or test_cell[planted_unwritten-raw-eager]"
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "repeat", "--runs", "2", "--out", str(tmp_path / "repeat"), "--",
-         "-n", "1", "-p", "no:cacheprovider", f"--cases={PLANTED}", "--matrix-profile=ci", "-k", selection, "tests/test_matrix.py"],
+         "-n", "0", "-p", "no:cacheprovider", f"--cases={PLANTED}", "--matrix-profile=ci", "-k", selection, "tests/test_matrix.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
