@@ -420,7 +420,7 @@ def main(case_modules: list[str]) -> None:
         from harness import vec_isa
 
         vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"])
-    broken = broken_dtypes(device)
+    broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
     phase("dtype probe")
     # torch's import leaves millions of long-lived objects: the collection after every cell need not
     # walk them (it took 0.4-0.8 s a cell on the GPU runner).

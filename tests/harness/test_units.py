@@ -459,3 +459,18 @@ def test_findings_name_the_case_on_the_smaller_side_of_each_row_and_style():
         "- `a` passes where most cases fail, in 1 cell: [torch.compile (graph breaks allowed)](MATRIX.md#compile_default): raw @triton.jit",
         "- `c` fails where most cases pass, in 1 cell: [eager](MATRIX.md#eager): raw @triton.jit (WRONG (max err 2))",
     ]
+
+
+def test_the_dtype_probe_runs_once_a_run_and_later_runner_processes_read_its_answer(tmp_path, monkeypatch):
+    from harness import probe
+
+    calls = []
+    monkeypatch.setattr(probe, "_probe", lambda device: calls.append(device) or {"bfloat16": "planted: not exact here"})
+    record = str(tmp_path / "caches")
+    assert probe.broken_dtypes("cpu", record) == {"bfloat16": "planted: not exact here"}
+    assert probe.broken_dtypes("cpu", record) == {"bfloat16": "planted: not exact here"}
+    assert calls == ["cpu"]  # the second process's answer came from the record
+    monkeypatch.setattr(probe.torch, "__version__", "9.9.9")  # a reused cache dir after an upgrade: probed again
+    probe.broken_dtypes("cpu", record)
+    assert calls == ["cpu", "cpu"]
+    assert probe.broken_dtypes("cpu") is not None and calls == ["cpu", "cpu", "cpu"]  # no record dir: always probed
