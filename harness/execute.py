@@ -19,12 +19,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import builders, perf, subsystems
+from harness import builders, perf, probe, subsystems
 from harness import training as train
 from harness import wrapping as wrappings
 from harness.case import Case, Example, dtype_name
 from harness.cell import Cell
-from harness.columns import OP_NAMESPACE
+from harness.columns import OP_NAMESPACE, Wrapping
 from harness.errors import CaseCodeError, HarnessFault, Mismatch, StageFailure
 from harness.numerics import assert_close, flatten
 from harness.observer import GraphObserver
@@ -179,11 +179,28 @@ class Execution:
             for d in testable[per_cell:]:
                 result.dtypes_skipped[dtype_name(d)] = f"this run's profile checks {per_cell} dtype(s) a cell"
             testable = testable[:per_cell]
-        reason = self.cell.path.spec.applies(case, self.cell.wrapping) or (case.requires(self.run_device) if case.requires else None)
+        reason = (self.cell.path.spec.applies(case, self.cell.wrapping) or (case.requires(self.run_device) if case.requires else None)
+                  or self._interpreter_cannot_compile())
         if not testable:
             reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
         self.case = dataclasses.replace(case, dtypes=testable)
         return reason
+
+    def _interpreter_cannot_compile(self) -> str | None:
+        """Why this cell would measure Triton's interpreter rather than the kernel, or None. On the CPU
+        interpreter a raw launch is plain Python to Dynamo: where a trivial kernel's launch fails under this
+        row's torch.compile with graph breaks allowed (probed once a run), every kernel's does, after
+        Dynamo has walked the interpreter's code for 5-10 s. With fullgraph Dynamo stops at the launch, and
+        the cell runs. Like a dtype the interpreter gets wrong, the cell is left out, with the probe's answer."""
+        options = self.cell.path.spec.compile_options
+        if (self.device != "cpu" or os.environ.get("TRITON_INTERPRET") != "1" or options is None or options.get("fullgraph")
+                or self.cell.wrapping not in (Wrapping.RAW, Wrapping.RAW_AUTOGRAD)):
+            return None
+        failure = probe.interpreted_launch_under_compile(options, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+        if failure is None:
+            return None
+        return (f"Triton's interpreter runs this kernel, and torch.compile({', '.join(f'{k}={v!r}' for k, v in options.items())}) "
+                f"cannot run an interpreted launch here (probed once a run with a trivial kernel: {failure})")
 
     def _execute(self) -> None:
         os.makedirs(self.settings.workdir, exist_ok=True)

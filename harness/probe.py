@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any, Callable, Mapping
 
 import torch
 import triton
@@ -19,21 +20,18 @@ def _add_kernel(a, b, out, n, BLOCK: tl.constexpr):
     tl.store(out + offsets, tl.load(a + offsets, mask=mask) + tl.load(b + offsets, mask=mask), mask=mask)
 
 
-RECORD = "tcm-dtype-probe.json"
+RECORD = "tcm-probes.json"
 
 
-def broken_dtypes(device: str, record_dir: str | None = None) -> dict[str, str]:
-    """Dtypes in which a plain Triton add of small integers is not exact here (Triton's CPU interpreter
-    and bfloat16, for one): cells leave them out and the report says why, instead of charting them wrong.
-    With `record_dir` (the run's caches), the first runner process of a run probes and records the answer
-    there, and the others read it: the same probe on the same device and versions gives the same answer,
-    and on the interpreter it costs every runner process 1.6 s of CPU."""
+def _recorded(record_dir: str | None, what: str, measure: Callable[[], Any]) -> Any:
+    """`measure()`, or, with `record_dir` (the run's caches), its answer as the first runner process of the
+    run measured and recorded it there: the same probe on the same device and versions gives the same answer."""
     if record_dir is None:
-        return _probe(device)
+        return measure()
     from filelock import FileLock
 
-    name = torch.cuda.get_device_name() if device == "cuda" else device
-    key = f"{name}|torch {torch.__version__}|triton {triton.__version__}"  # a reused cache dir may outlive an upgrade
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    key = f"{what}|{device}|torch {torch.__version__}|triton {triton.__version__}"  # a reused cache dir may outlive an upgrade
     path = os.path.join(record_dir, RECORD)
     os.makedirs(record_dir, exist_ok=True)
     with FileLock(path + ".lock"):
@@ -43,12 +41,48 @@ def broken_dtypes(device: str, record_dir: str | None = None) -> dict[str, str]:
         except (OSError, ValueError):
             records = {}
         if key not in records:
-            records[key] = _probe(device)
+            records[key] = measure()
             tmp = f"{path}.{os.getpid()}"
             with open(tmp, "w") as f:
                 json.dump(records, f)
             os.replace(tmp, path)
         return records[key]
+
+
+def broken_dtypes(device: str, record_dir: str | None = None) -> dict[str, str]:
+    """Dtypes in which a plain Triton add of small integers is not exact here (Triton's CPU interpreter
+    and bfloat16, for one): cells leave them out and the report says why, instead of charting them wrong.
+    Probed once a run where `record_dir` is given: on the interpreter it costs every runner process 1.6 s."""
+    return _recorded(record_dir, f"dtypes on {device}", lambda: _probe(device))
+
+
+def interpreted_launch_under_compile(options: Mapping[str, Any], record_dir: str | None = None) -> str | None:
+    """Why torch.compile with these options cannot run a function that launches a Triton kernel in Triton's
+    CPU interpreter, or None where it can: a trivial add, launched as a raw kernel, compiled and run once.
+    Dynamo sees no Triton kernel there (the interpreter's function is plain Python): it traces the
+    interpreter's own code, for 5-10 s of CPU, and fails the same way for every kernel."""
+
+    def measure() -> str | None:
+        import torch._dynamo
+
+        a = torch.arange(-18, 19, dtype=torch.float32)
+
+        def launch(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            _add_kernel[(1,)](x, x, out, x.numel(), BLOCK=64)
+            return out
+
+        torch._dynamo.reset()
+        try:
+            out = torch.compile(launch, **options)(a)
+            return None if torch.equal(out, a + a) else "the compiled launch gives wrong numbers"
+        except Exception as exc:  # noqa: BLE001 - the failure is the answer
+            text = str(exc).replace("\\n", "\n").strip()  # the interpreter's error holds the inner one's repr
+            return f"{type(exc).__name__}: {(text.splitlines() or [''])[0]}"[:300]
+        finally:
+            torch._dynamo.reset()
+
+    return _recorded(record_dir, f"interpreted launch under torch.compile({dict(options)!r})", measure)
 
 
 def _probe(device: str) -> dict[str, str]:

@@ -222,3 +222,16 @@ def test_runners_split_the_cpu_cores_between_pytest_workers(tmp_path, monkeypatc
     assert int(threads) == max(1, os.cpu_count() // 2)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's choice wins
     assert runner_env(str(tmp_path), workers=2)["OMP_NUM_THREADS"] == "3"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="Triton's interpreter runs kernels only without a GPU")
+def test_on_the_interpreter_a_raw_launch_under_compile_is_left_out_with_the_probes_answer_and_fullgraph_still_runs(run_planted):
+    left_out = run_planted("planted_ok", wrapping="raw", path="compile_default")
+    assert left_out.outcome is Outcome.SKIPPED
+    assert left_out.message.startswith("Triton's interpreter runs this kernel, and torch.compile() cannot run an interpreted launch here "
+                                       "(probed once a run with a trivial kernel: "), left_out.message
+    assert run_planted("planted_ok", wrapping="raw_autograd", path="compile_dynamic").message.startswith(
+        "Triton's interpreter runs this kernel, and torch.compile(dynamic=True) cannot run")
+    assert run_planted("planted_ok", wrapping="control", path="compile_default").outcome is Outcome.PASS
+    traced = run_planted("planted_raises_at_trace", path="compile_fullgraph")  # Dynamo stops at the launch: the cell runs
+    assert (traced.outcome, traced.stage) == (Outcome.FAIL, Stage.COMPILE)
