@@ -11,6 +11,7 @@ import triton
 import triton.language as tl
 
 from harness.case import DTYPES
+from harness.results import write_atomic
 
 
 @triton.jit
@@ -33,7 +34,7 @@ def _recorded(record_dir: str | None, what: str, measure: Callable[[], Any]) -> 
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     key = f"{what}|{device}|torch {torch.__version__}|triton {triton.__version__}"  # a reused cache dir may outlive an upgrade
     path = os.path.join(record_dir, RECORD)
-    os.makedirs(record_dir, exist_ok=True)
+    os.makedirs(record_dir, exist_ok=True)  # the lock file comes first
     with FileLock(path + ".lock"):
         try:
             with open(path) as f:
@@ -42,10 +43,7 @@ def _recorded(record_dir: str | None, what: str, measure: Callable[[], Any]) -> 
             records = {}
         if key not in records:
             records[key] = measure()
-            tmp = f"{path}.{os.getpid()}"
-            with open(tmp, "w") as f:
-                json.dump(records, f)
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(records))
         return records[key]
 
 
