@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from typing import Any, Callable, ContextManager, Mapping
 
 import torch
@@ -55,6 +56,13 @@ class Build:
     shared: Shared | None
     stage: Callable[[Stage], ContextManager[None]]  # enter a stage: announced, its failures attributed to it
     call: Callable[[Artifact, tuple[Any, ...]], Any]  # run an artifact once, as the checks do
+    edit: Edit | None = None  # what the warm-cache row edits and rebuilds in its new process
+
+
+@dataclasses.dataclass(frozen=True)
+class Edit:
+    case: Any  # the Case whose kernels are edited
+    wrapping: str  # the style the new process builds
 
 
 class _Program(torch.nn.Module):
@@ -197,7 +205,37 @@ def aoti_cpp(build: Build) -> Artifact:
     package = _package(build)
     with build.stage(Stage.AOT_LOAD):
         device = next(str(x.device) for x in build.inputs if isinstance(x, torch.Tensor))
-        return cpp_runtime.CppPackage(runner, package, device, build.workdir)
+        return cpp_runtime.PackageProcess([runner, package, device], device, build.workdir)
+
+
+SERVE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aoti_serve.py")
+
+
+def aoti_fresh(build: Build) -> Artifact:
+    """The package loaded and run by a new Python process that imports torch and nothing else (no case, no
+    harness): what a serving process that loads the .pt2 has."""
+    package = _package(build)
+    with build.stage(Stage.AOT_LOAD):
+        device = next(str(x.device) for x in build.inputs if isinstance(x, torch.Tensor))
+        isolated = ["-P"] if sys.version_info >= (3, 11) else []  # the script's folder (harness/) stays off sys.path
+        return cpp_runtime.PackageProcess([sys.executable, *isolated, SERVE_SCRIPT, package, device], device, build.workdir,
+                                          who="the fresh Python process")
+
+
+def warm_cache(build: Build) -> Artifact:
+    """Compile here with the on-disk caches as a user's process does (the harness's own graph pass, which
+    turns Inductor's cache off, is left out), then answer each call from a new process that compiles the
+    edited kernel on the same caches (harness.warm_cache)."""
+    from harness.warm_cache import EditedInNewProcess
+
+    options = dict(build.path.spec.compile_options or {})
+    with torch._inductor.config.patch(post_grad_custom_post_pass=None):
+        artifact = torch.compile(build.fn, **options)
+        with build.stage(Stage.COMPILE):
+            build.call(artifact, build.inputs)
+    assert build.edit is not None
+    with build.stage(Stage.WRAP):
+        return EditedInNewProcess(build.edit.case, build.edit.wrapping, options, build.workdir)
 
 
 BUILDERS: dict[Kind, Callable[[Build], Artifact]] = {
@@ -208,6 +246,8 @@ BUILDERS: dict[Kind, Callable[[Build], Artifact]] = {
     Kind.EXPORT: exported,
     Kind.AOTI: aoti_python,
     Kind.AOTI_CPP: aoti_cpp,
+    Kind.AOTI_FRESH: aoti_fresh,
+    Kind.WARM_CACHE: warm_cache,
 }
 
 

@@ -59,9 +59,9 @@ class Cell:
 
     def package_key(self, dtype: str) -> str | None:
         """Names the AOTInductor packages this cell may build in `dtype`, shared by the rows that run one
-        package (the Python and the C++ runtime, strict and non-strict export) when the exported programs
+        package (the Python, fresh-process and C++ runtimes, strict and non-strict export) when the exported programs
         are the same (harness.builders adds the program's digest); None on rows that build no package."""
-        if self.path.spec.kind not in (Kind.AOTI, Kind.AOTI_CPP):
+        if self.path.spec.kind not in (Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
             return None
         return f"{self.case}-{self.wrapping.value}-{dtype}"
 

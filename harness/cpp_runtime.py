@@ -108,24 +108,26 @@ def _build(root: str, compiler: str) -> None:
                                    f"{first_error_line(done.stderr + done.stdout)} (log: {log})")
 
 
-class CppPackage:
-    """A package loaded by the runner in a process of its own; calling it sends the tensors there.
+class PackageProcess:
+    """A package loaded in a process of its own (the C++ runner here, or a fresh Python process: see
+    harness.aoti_serve), which answers "loaded", then "ok" or "error MESSAGE" for each call; calling it sends
+    the tensors there.
 
     Like `aoti_load_package`'s model, it takes the flattened tensor inputs (non-tensor inputs were traced
     as constants) and returns the flat outputs. In-place writes made by the package are copied back into
     the caller's tensors, so mutation is checked as on every other path.
     """
 
-    def __init__(self, exe: str, package: str, device: str, workdir: str):
-        self.device = device
-        self.dir = tempfile.mkdtemp(prefix="aoti-cpp-", dir=workdir)
+    def __init__(self, command: list[str], device: str, workdir: str, who: str = "the C++ runner"):
+        self.device, self.who = device, who
+        self.dir = tempfile.mkdtemp(prefix="aoti-process-", dir=workdir)
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "w+")
-        self.proc = subprocess.Popen([exe, package, device], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True, start_new_session=True)
         self._finalizer = weakref.finalize(self, _stop, self.proc, self.stderr)
         answer = self._answer()
         if answer != "loaded":
-            raise RuntimeFailure(_message(answer) or "the C++ runner printed nothing")
+            raise RuntimeFailure(_message(answer) or f"{who} printed nothing")
         self.calls = 0
 
     def _answer(self) -> str:
@@ -137,7 +139,7 @@ class CppPackage:
         died = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
         self.stderr.seek(0)
         tail = [line.strip() for line in self.stderr.read().splitlines() if line.strip()][-1:]
-        raise RuntimeFailure(f"the C++ runner died ({died})" + (f": {tail[0][:300]}" if tail else ""))
+        raise RuntimeFailure(f"{self.who} died ({died})" + (f": {tail[0][:300]}" if tail else ""))
 
     def __call__(self, *inputs: Any) -> list[torch.Tensor | None] | None:
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
@@ -153,7 +155,7 @@ class CppPackage:
         answer = self._answer()
         if answer != "ok":
             raise RuntimeFailure(_message(answer))
-        outputs, after = torch.load(received, weights_only=False)  # written by our runner: torch::pickle_save
+        outputs, after = torch.load(received, weights_only=False)  # written by our runner: torch::pickle_save or torch.save
         with torch.no_grad():
             for tensor, written in zip(tensors, after):
                 tensor.copy_(written)

@@ -69,7 +69,7 @@ class HarnessFault(AtStage):
 class Mismatch(HarnessError):
     """An output (or an input after the call) differs from the reference's."""
 
-    def __init__(self, what: str, max_error: float, mismatched: str):
-        super().__init__(f"{what} differs from the reference: {mismatched} (max abs error {max_error:.3g})")
+    def __init__(self, what: str, max_error: float | None, mismatched: str | None, message: str | None = None):
+        super().__init__(message or f"{what} differs from the reference: {mismatched} (max abs error {max_error:.3g})")
         self.max_error = max_error
         self.mismatched = mismatched

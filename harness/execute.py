@@ -19,7 +19,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import builders, perf, probe, subsystems
+from harness import builders, degradation, perf, probe, subsystems
 from harness import training as train
 from harness import wrapping as wrappings
 from harness.case import Case, Example, dtype_name
@@ -179,12 +179,21 @@ class Execution:
             for d in testable[per_cell:]:
                 result.dtypes_skipped[dtype_name(d)] = f"this run's profile checks {per_cell} dtype(s) a cell"
             testable = testable[:per_cell]
+        needs_cuda = self.cell.path.spec.needs_cuda
         reason = (self.cell.path.spec.applies(case, self.cell.wrapping) or (case.requires(self.run_device) if case.requires else None)
-                  or self._interpreter_cannot_compile())
+                  or (f"{needs_cuda}; this run's device is {self.device}" if needs_cuda and not self.device.startswith("cuda") else None)
+                  or self._interpreter_cannot_compile() or self._left_to_other_profiles())
         if not testable:
             reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
         self.case = dataclasses.replace(case, dtypes=testable)
         return reason
+
+    def _left_to_other_profiles(self) -> str | None:
+        settings = self.settings
+        if self.cell.path.value in settings.limited_rows and settings.limited_rows_tag not in self.case.tags:
+            return (f"this run's profile checks this row only on cases tagged {settings.limited_rows_tag!r} (a C++ build or a new "
+                    "process per cell); the other profiles check every case")
+        return None
 
     def _interpreter_cannot_compile(self) -> str | None:
         """Why this cell would measure Triton's interpreter rather than the kernel, or None. On the CPU
@@ -193,13 +202,19 @@ class Execution:
         Dynamo has walked the interpreter's code for 5-10 s. With fullgraph Dynamo stops at the launch, and
         the cell runs. Like a dtype the interpreter gets wrong, the cell is left out, with the probe's answer."""
         options = self.cell.path.spec.compile_options
-        if (self.device != "cpu" or os.environ.get("TRITON_INTERPRET") != "1" or options is None or options.get("fullgraph")
-                or self.cell.wrapping not in (Wrapping.RAW, Wrapping.RAW_AUTOGRAD)):
+        if self.device != "cpu" or os.environ.get("TRITON_INTERPRET") != "1" or options is None:
+            return None
+        warm_cache = self.cell.path.spec.kind is Kind.WARM_CACHE
+        if not warm_cache and (options.get("fullgraph") or self.cell.wrapping not in (Wrapping.RAW, Wrapping.RAW_AUTOGRAD)):
             return None
         failure = probe.interpreted_launch_under_compile(options, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
         if failure is None:
             return None
-        return (f"Triton's interpreter runs this kernel, and torch.compile({', '.join(f'{k}={v!r}' for k, v in options.items())}) "
+        compiled = f"torch.compile({', '.join(f'{k}={v!r}' for k, v in options.items())})"
+        if warm_cache:  # with no kernel in any compiled code, no cache can serve an old kernel: every style would pass by default
+            return (f"Triton's interpreter runs the kernels, and {compiled} cannot trace an interpreted launch here (probed once a "
+                    f"run with a trivial kernel: {failure}): no compiled code holds a kernel, so a warm cache cannot serve an old one")
+        return (f"Triton's interpreter runs this kernel, and {compiled} "
                 f"cannot run an interpreted launch here (probed once a run with a trivial kernel: {failure})")
 
     def _execute(self) -> None:
@@ -208,17 +223,50 @@ class Execution:
         from torch._dynamo.utils import counters
 
         counters.clear()
-        with _captured_warnings(self.result), torch._inductor.config.patch(post_grad_custom_post_pass=self.observer.inductor_pass()):
+        with (_captured_warnings(self.result), degradation.watching(self.case.kernels) as watch,
+              torch._inductor.config.patch(post_grad_custom_post_pass=self.observer.inductor_pass())):
             try:
                 self.wrap()
-                self.artifact(self.case.dtypes[0])
+                artifact = self.artifact(self.case.dtypes[0])
+                if self.cell.path.spec.replays and artifact is not None:
+                    self.replay(artifact, self.case.dtypes[0])
                 self.check()
                 if self.settings.perf and self.cell.path.spec.timed:
                     self.time()
             except _DECIDED as exc:
                 _record(self.result, exc)
+        if self.result.outcome is Outcome.PASS:
+            self.result.degradations = self._degradations(watch)
         self.result.graph_breaks = sum(counters["graph_break"].values())
         self.result.kernel_in_graph = self.observer.verdict(OP_NAMESPACE)
+
+    def _degradations(self, watch: degradation.Watch) -> list[str]:
+        """What the passing cell lost silently. Where mutation analysis ran on a case kernel, one eager launch
+        at example_shape says which tensors the kernel really writes."""
+        if watch.marked_mutated and self.case.kernels:
+            try:
+                inputs = self.inputs(Example(self.case.dtypes[0], self.case.example_shape, seed=0))
+                watch.written = degradation.written_by_launch(self.case.launch, self.case.kernels, inputs)
+            except Exception as exc:  # noqa: BLE001 - the cell passed; an eager relaunch that fails only leaves the comparison out
+                self.result.unchecked.append(f"mutation analysis not compared: the eager launch raised {type(exc).__name__}: {first_line(exc)}")
+        if not self.device.startswith("cuda"):
+            watch.cudagraph_skip_count = 0  # without CUDA there are no CUDA graphs to lose (max-autotune asks for them)
+        return watch.degradations()
+
+    def replay(self, artifact: Callable[..., Any], dtype: torch.dtype) -> None:
+        """CUDA graph replays: new values written into the same input buffers, the result checked each time."""
+        buffers = self.inputs(Example(dtype, self.case.example_shape, seed=0))
+        for replay in range(1, self.cell.path.spec.replays + 1):
+            fresh = self.inputs(Example(dtype, self.case.example_shape, seed=replay))
+            with torch.no_grad():
+                for buffer, value in zip(buffers, fresh):
+                    if isinstance(buffer, torch.Tensor):
+                        buffer.copy_(value)
+            try:
+                self.verify(artifact, dtype, buffers, same_buffers=True)
+            except _DECIDED:
+                self.result.example = f"replay {replay} with new values in the same input buffers, {dtype_name(dtype)} {self.case.example_shape}"
+                raise
 
     # -- stages --------------------------------------------------------------------------------
 
@@ -299,6 +347,7 @@ class Execution:
                 dims=self.case.dynamic_dims,
                 workdir=self.settings.workdir, label=f"{self.cell.id}-{variant}", observer=self.observer,
                 shared=shared, stage=self.stage, call=self.call,
+                edit=builders.Edit(self.case, self.cell.wrapping.value) if self.cell.path.spec.kind is Kind.WARM_CACHE else None,
             )
             start = time.perf_counter()
             try:
@@ -309,9 +358,11 @@ class Execution:
             self.announce(Stage.RUN)
         return self.artifacts[key]
 
-    def verify(self, artifact: Callable[..., Any], dtype: torch.dtype, inputs: tuple[Any, ...]) -> None:
-        """Run the artifact and the reference on the same inputs; raise Mismatch where they differ."""
-        ref_inputs, act_inputs = _clone(inputs), _clone(inputs)
+    def verify(self, artifact: Callable[..., Any], dtype: torch.dtype, inputs: tuple[Any, ...], same_buffers: bool = False) -> None:
+        """Run the artifact and the reference on the same inputs; raise Mismatch where they differ. With
+        `same_buffers` the artifact is called on `inputs` themselves (a CUDA graph replays on its buffers)."""
+        ref_inputs, act_inputs = _clone(inputs), (inputs if same_buffers else _clone(inputs))
+        inputs = _clone(inputs) if same_buffers else inputs  # as they were before the call, for the float64 answer
         with self.case_code(Stage.REFERENCE):
             expected = flatten(self.reference(*ref_inputs))
         actual = flatten(self.call(artifact, act_inputs))

@@ -92,6 +92,7 @@ class CellResult:
     graph_breaks: int | None = None
     kernel_in_graph: str | None = None  # "traced", "opaque" or "absent", read off the compiled/exported graphs
     warnings: list[str] = field(default_factory=list)  # what PyTorch logged as a warning during the cell
+    degradations: list[str] = field(default_factory=list)  # what a passing cell silently lost (harness.degradation)
     dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this run does not test it
     unchecked: list[str] = field(default_factory=list)  # examples the cell drew but could not check, and why
     signal: str | None = None

@@ -62,6 +62,8 @@ def _outcome_label(cell: CellResult) -> str:
             text += f", {cell.graph_breaks} graph breaks"
         if any("mutated" in w for w in cell.warnings):
             text += ", assumes every input mutated"
+        if cell.degradations:
+            text += ", degraded"
         return text
     if cell.outcome is Outcome.WRONG:
         if cell.mismatched and "missing (None)" in cell.mismatched:
@@ -158,6 +160,10 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
             cells = [c for p in row.paths for c in index.get((p, style), [])]
             passed, counted = _counts(cells, row.traces_into)
             entry = _verdict(passed, counted)
+            if row.in_process:
+                only_there = _in_process_only(cells, [c for p in row.in_process for c in index.get((p, style), [])])
+                if only_there:
+                    entry += f"; {len(only_there)} more run only in the process that built them"
             claim = row.claims.get(tutorial.COLUMN_OF[style])
             if claim is not None and counted:
                 if tutorial.agrees(claim, passed, counted):
@@ -180,6 +186,12 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
         rows.append(line)
     table = tabulate(rows, headers=["", *[s.title for s in STYLES]], tablefmt="github")
     return table, disagreements
+
+
+def _in_process_only(cells: list[CellResult], in_process: list[CellResult]) -> list[str]:
+    """The cases whose cell fails here but passes in the process that built the artifact."""
+    passed_there = {c.case for c in in_process if c.outcome is Outcome.PASS}
+    return sorted(c.case for c in cells if c.outcome in FAILED and not c.blamed_on and c.case in passed_there)
 
 
 def support_chart(results: Results) -> str:
@@ -223,7 +235,9 @@ def support_chart(results: Results) -> str:
         "Each entry counts the cases whose cell passed: **Yes** all, **No** none, **Partial** some. "
         "Cells where the case's plain PyTorch control also fails on that path are the environment's fault "
         "and are counted apart (`env`); `skipped` cells are left out. The control column says whether the "
-        "path itself works here. Every entry links to its row of [MATRIX.md](MATRIX.md), which shows each "
+        "path itself works here. *passes, degraded*: cells that passed but lost something silently (a float scalar "
+        "compiled as fp64, a tensor the mutation analysis marks written that the kernel does not write or the reverse, "
+        "CUDA graphs skipped), said in MATRIX.md. Every entry links to its row of [MATRIX.md](MATRIX.md), which shows each "
         "cell with its outcome and the first line of its error.",
         "",
         *_findings(results),
@@ -350,6 +364,9 @@ def _support_entry(cells: list[CellResult], path: Path) -> str:
         breaks = sum(c.graph_breaks or 0 for c in passed)
         if breaks:
             notes.append(f"{breaks} graph breaks")
+    degraded = [c for c in passed if c.degradations]
+    if degraded:
+        notes.append(f"{len(degraded)} pass{'es' if len(degraded) == 1 else ''}, degraded")
     if not counted:
         verdict = "n/a: environment" if env else "n/a"
     elif len(passed) == len(counted):
@@ -412,7 +429,8 @@ def matrix(results: Results) -> str:
             grid[c.case][c.wrapping] = label(c) + (f", {ratio:.2f}x eager" if ratio is not None else "")
         rows = [[case, *[grid[case].get(w, "") for w in Wrapping]] for case in sorted(grid)]
         out.append(tabulate(rows, headers=["case", *[w.value for w in Wrapping]], tablefmt="github"))
-        details = [c for c in sorted(cells, key=lambda c: c.cell.id) if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky]
+        details = [c for c in sorted(cells, key=lambda c: c.cell.id)
+                   if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky or c.degradations]
         if details:
             out += ["", tabulate([_detail(c) for c in details], headers=["cell", "outcome", "error (first line)", "smallest failing example"], tablefmt="github")]
     out.append("")
@@ -423,6 +441,8 @@ def _detail(cell: CellResult) -> list[str]:
     error = cell.message or ""
     if cell.outcome is Outcome.PASS and cell.warnings:
         error = f"warning: {cell.warnings[0]}"
+    if cell.outcome is Outcome.PASS and cell.degradations:
+        error = "degraded: " + "; ".join(cell.degradations)
     if cell.error_type:
         error = f"{cell.error_type}: {error}"
     if cell.mismatched:

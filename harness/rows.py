@@ -26,6 +26,8 @@ class Kind(str, enum.Enum):
     EXPORT = "export"
     AOTI = "aoti"
     AOTI_CPP = "aoti_cpp"  # the same package, loaded and run by a C++ program with no Python
+    AOTI_FRESH = "aoti_fresh"  # the same package, loaded and run in a new Python process that never imported the case
+    WARM_CACHE = "warm_cache"  # compiled again in a new process, on the caches of the first compile, after a kernel edit
     TRAIN = "train"  # forward and backward, gradients checked
     SUBSYSTEM = "subsystem"  # a PyTorch subsystem the style should compose with
 
@@ -81,6 +83,8 @@ class Row:
     applies: Applies = _everywhere
     device: str | None = None  # a device the row always runs on ("cpu"), else the run's
     outputs: tuple[str, ...] = ()  # names of what the row's program returns, where it is not the case's outputs
+    replays: int = 0  # after the first call, calls on new values written into the same input buffers, each checked
+    needs_cuda: str | None = None  # why the row means nothing without a CUDA device (it is skipped there), else None
 
     def __post_init__(self) -> None:
         """A row must hold every fact its kind needs: a mistake here is caught when the table is read."""
@@ -92,7 +96,9 @@ class Row:
             ("a timeout above 0", not self.timeout_s > 0),
             ("a cost above 0", not self.cost > 0),
             ("torch.compile options", self.kind is Kind.COMPILE and self.compile_options is None),
-            ("export strictness (strict=True or False)", self.kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP) and self.strict is None),
+            ("torch.compile options", self.kind is Kind.WARM_CACHE and self.compile_options is None),
+            ("export strictness (strict=True or False)",
+             self.kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH) and self.strict is None),
             ("where it applies", not callable(self.applies)),
         ) if missing]
         if problems:
@@ -110,6 +116,7 @@ _COMPILE = dict(timeout_s=600.0, cost=2.5)
 _EXPORT = dict(timeout_s=600.0, cost=0.7)
 _AOTI = dict(timeout_s=900.0, cost=50.0)
 _AOTI_CPP = dict(timeout_s=900.0, cost=10.0)
+_AOTI_FRESH = dict(timeout_s=900.0, cost=8.0)  # a Python process started and the package loaded in it
 _TRAIN = dict(timeout_s=600.0, cost=3.0)
 _SUBSYSTEM = dict(timeout_s=300.0, cost=0.5)
 
@@ -146,6 +153,22 @@ class Path(str, enum.Enum):
                           timed=False, examples=Examples.BATCH, strict=True)
     AOTI_CPP_NONSTRICT = Row("aoti_cpp_nonstrict", Kind.AOTI_CPP, "AOTInductor run from C++, no Python (non-strict export)",
                              **_AOTI_CPP, timed=False, examples=Examples.BATCH, strict=False)
+    AOTI_FRESH_NONSTRICT = Row("aoti_fresh_nonstrict", Kind.AOTI_FRESH,
+                               "AOTInductor run in a fresh Python process that never imported the case (non-strict export)",
+                               **_AOTI_FRESH, timed=False, examples=Examples.BATCH, strict=False)
+    # The paths production uses beyond the tutorial's.
+    COMPILE_CUDAGRAPHS = Row("compile_cudagraphs", Kind.COMPILE, 'torch.compile(mode="reduce-overhead"), CUDA graphs', **_COMPILE,
+                             timed=True, examples=Examples.DRAWN, compile_options=_options(mode="reduce-overhead"), replays=3,
+                             needs_cuda="CUDA graphs need a CUDA device")
+    COMPILE_MAX_AUTOTUNE = Row("compile_max_autotune", Kind.COMPILE, 'torch.compile(mode="max-autotune", fullgraph=True)',
+                               timeout_s=900.0, cost=4.0, timed=True, examples=Examples.DRAWN,
+                               compile_options=_options(mode="max-autotune", fullgraph=True))
+    COMPILE_CPP_WRAPPER = Row("compile_cpp_wrapper", Kind.COMPILE, "torch.compile(fullgraph=True), C++ wrapper (cpp_wrapper=True)",
+                              timeout_s=900.0, cost=6.0, timed=True, examples=Examples.DRAWN,
+                              compile_options=_options(fullgraph=True, options={"cpp_wrapper": True}))
+    WARM_CACHE_EDIT = Row("warm_cache_edit", Kind.WARM_CACHE,
+                          "torch.compile(fullgraph=True) in a new process on warm caches, after the kernel was edited",
+                          timeout_s=900.0, cost=6.0, timed=False, examples=Examples.ONCE, compile_options=_options(fullgraph=True))
     # Training without a compiler costs as eager.
     TRAIN_EAGER = Row("train_eager", Kind.TRAIN, "training, eager", timeout_s=600.0, cost=1.0, timed=True,
                       examples=Examples.DRAWN, applies=_has_gradient)

@@ -17,6 +17,10 @@ class Settings:
     # failing cell ran about 100 examples and up to two minutes, ending the matrix late; 20 more still find
     # a small failing input.
     shrink_examples: int = 20
+    # Rows this run checks only on the cases with `limited_rows_tag` (a profile for the interpreter on a small
+    # machine: each cell of these rows costs a C++ build or a new Python process, about 10 s of CPU).
+    limited_rows: tuple[str, ...] = ()
+    limited_rows_tag: str | None = None
     workdir: str = "."
     perf: bool = False  # time the artifact after a pass (harness.perf)
     packages: str | None = None  # this run's AOTInductor packages, shared by its Python and C++ runtime cells
@@ -29,7 +33,9 @@ PROFILES = {
     # CI's run on the CPU interpreter: every cell, fewer and smaller inputs (the interpreter runs each
     # program in numpy, so a batch of 4096 rows costs seconds), one dtype (an AOTInductor package is
     # built per dtype, and its C++ build is most of a CPU run) and a smaller search for the smallest failure.
-    "ci": dict(max_examples=2, derandomize=True, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5),
+    # The production rows that build C++ or start a process per cell run on the tutorial's cases only.
+    "ci": dict(max_examples=2, derandomize=True, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5,
+               limited_rows=("compile_cpp_wrapper", "aoti_fresh_nonstrict"), limited_rows_tag="tutorial"),
     "thorough": dict(max_examples=200, derandomize=True),
     "explore": dict(max_examples=50, derandomize=False),
 }

@@ -34,9 +34,9 @@ def empty(*size: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.
     return torch.full(shape, _poison_value(dtype), dtype=dtype, **kwargs)
 
 
-def kernel_namespace(kernels: tuple[Any, ...], wrap: Callable[[Any], Any] | None = None) -> types.SimpleNamespace:
-    named = {kernel_name(k): (wrap(k) if wrap else k) for k in kernels}
-    return types.SimpleNamespace(**named, empty_like=empty_like, empty=empty)
+def kernel_namespace(kernels: tuple[Any, ...]) -> types.SimpleNamespace:
+    """The `k` a launcher is given: its kernels by name, and the harness's poisoned allocators."""
+    return _namespace(**{kernel_name(k): k for k in kernels})
 
 
 # torch.library registrations are process-wide and cannot be repeated: build each once.
@@ -64,18 +64,56 @@ def _signature_of(launch: Callable[..., Any], name: str, body: Callable[..., Any
     return body
 
 
+_TRITON_OP_TEMPLATE = """
+def {name}(*_tcm_inputs):
+    _tcm_k = _tcm_namespace({wrapped})
+    return _tcm_launch(_tcm_k, *_tcm_inputs)
+"""
+
+
+def _generated_module(name: str, source: str, title: str, **names: Any) -> dict[str, Any]:
+    """Run generated source in a module of its own with its source in linecache, so that inspect, Dynamo and
+    torch's kernel discovery read it like any user file."""
+    module = types.ModuleType(f"tcm_generated.{name}")
+    module.__file__ = f"<triton-compat-matrix: {title}>"
+    module.__dict__.update(names)
+    linecache.cache[module.__file__] = (len(source), None, source.splitlines(True), module.__file__)
+    sys.modules[module.__name__] = module
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    return module.__dict__
+
+
+def _triton_op_body(name: str, launch: Callable[..., Any], kernels: tuple[Any, ...]) -> Callable[..., Any]:
+    """The triton_op's body as users write it: each kernel named in a `wrap_triton(kernel)` call in the body.
+    torch finds a triton_op's kernels by reading that source (torch._library.triton.get_inner_triton_kernels)
+    and hashes them into AOTAutograd's cache key; a kernel reached only through an object built elsewhere
+    is invisible to it, and editing that kernel would not invalidate the cache."""
+    names = {kernel_name(kernel): kernel for kernel in kernels}
+    wrapped = ", ".join(f"{n}=wrap_triton({n})" for n in names)
+    source = _TRITON_OP_TEMPLATE.format(name=name, wrapped=wrapped)
+    namespace = _generated_module(name, source, f"{name} triton_op", wrap_triton=torch.library.wrap_triton,
+                                  _tcm_launch=launch, _tcm_namespace=_namespace, **names)
+    return namespace[name]
+
+
+def _namespace(**kernels: Any) -> types.SimpleNamespace:
+    return types.SimpleNamespace(**kernels, empty_like=empty_like, empty=empty)
+
+
 def _operator(
     name: str, launch: Callable[..., Any], kernels: tuple[Any, ...], style: Wrapping, mutates: frozenset[str], fake: Callable[..., Any]
 ) -> Any:
     """A triton_op (kernels wrapped with wrap_triton, traced into) or a custom_op (opaque, with a fake)."""
-    k = kernel_namespace(kernels, torch.library.wrap_triton if style is Wrapping.TRITON_OP else None)
+    qualified = f"{OP_NAMESPACE}::{name}"
+    if style is Wrapping.TRITON_OP:
+        body = _triton_op_body(name, launch, kernels)
+        return torch.library.triton_op(qualified, _signature_of(launch, name, body), mutates_args=tuple(mutates))
+
+    k = kernel_namespace(kernels)
 
     def body(*inputs: Any) -> Any:
         return launch(k, *inputs)
 
-    qualified = f"{OP_NAMESPACE}::{name}"
-    if style is Wrapping.TRITON_OP:
-        return torch.library.triton_op(qualified, _signature_of(launch, name, body), mutates_args=tuple(mutates))
     op = torch.library.custom_op(qualified, _signature_of(launch, name, body), mutates_args=tuple(mutates))
     op.register_fake(_signature_of(launch, name, fake))
     return op
@@ -161,20 +199,9 @@ def _autograd_function(case: Case) -> type:
         unpack="(" + "".join(f"{n}, " for n in tensors) + ")",
         restore="; ".join(f"{n} = ctx.{n}" for n in others) or "pass",
     )
-    # A module of its own with its source in linecache, so inspect and Dynamo see it like any user file.
-    module = types.ModuleType(f"tcm_generated.{case.name}_function")
-    module.__file__ = f"<triton-compat-matrix: {case.name} autograd.Function>"
-    module.__dict__.update(
-        torch=torch,
-        launch=case.launch,
-        k=kernel_namespace(case.kernels),
-        backward=backward or no_backward,
-        input_grads=_input_grads,
-    )
-    linecache.cache[module.__file__] = (len(source), None, source.splitlines(True), module.__file__)
-    sys.modules[module.__name__] = module
-    exec(compile(source, module.__file__, "exec"), module.__dict__)
-    namespace = module.__dict__
+    namespace = _generated_module(f"{case.name}_function", source, f"{case.name} autograd.Function", torch=torch,
+                                  launch=case.launch, k=kernel_namespace(case.kernels), backward=backward or no_backward,
+                                  input_grads=_input_grads)
     return namespace[f"{case.name}_function"]
 
 
