@@ -7,6 +7,7 @@ import ctypes
 import os
 import signal
 import time
+import types
 
 import torch
 import triton
@@ -216,6 +217,64 @@ def _kill_pytest_worker():
     time.sleep(60)
 
 
+@triton.jit
+def scale_by_kernel(in_ptr, out_ptr, alpha, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(in_ptr + offsets, mask=mask) * alpha, mask=mask)
+
+
+def _scale_by_half(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    k.scale_by_kernel[(triton.cdiv(x.numel(), 64),)](x, out, 0.5, x.numel(), BLOCK=64)  # a Python float: fp32 in eager Triton
+    return out
+
+
+@triton.jit
+def store_where_told_kernel(in_ptr, out_ptr, n_elements, INTO_INPUT, BLOCK: tl.constexpr):
+    # Writes its input only when told to at run time (never, here): an analysis of the code cannot know.
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    x = tl.load(in_ptr + offsets, mask=mask)
+    if INTO_INPUT:
+        tl.store(in_ptr + offsets, x, mask=mask)
+    else:
+        tl.store(out_ptr + offsets, x, mask=mask)
+
+
+def _store_into_output(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    k.store_where_told_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), 0, BLOCK=64)
+    return out
+
+
+@triton.jit
+def double_in_place_kernel(x_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+
+
+def _double_in_place(k, x: torch.Tensor) -> None:
+    k.double_in_place_kernel[(triton.cdiv(x.numel(), 64),)](x, x.numel(), BLOCK=64)
+
+
+def _double_reference(x: torch.Tensor) -> None:
+    x.mul_(2)
+
+
+# A triton_op written so that torch's kernel discovery cannot see its kernel: reached through an object built
+# outside the op's body. Its reference calls it, so the warm-cache row's control runs it compiled.
+_hidden = types.SimpleNamespace(kernel=torch.library.wrap_triton(copy_kernel))
+
+
+@torch.library.triton_op("tcm_planted::hidden_copy", mutates_args=())
+def _hidden_copy(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    _hidden.kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+    return out
+
+
 CASES = [
     _planted("planted_wrong", add_one_kernel, _launch_with("add_one_kernel")),
     _planted("planted_unwritten", copy_first_half_kernel, _launch_with("copy_first_half_kernel")),
@@ -233,6 +292,10 @@ CASES = [
     _planted("planted_sums_in_fp32", row_sum_kernel, _row_sum_launcher(64), **ROW_SUM),
     _planted("planted_sums_half_the_row", row_sum_kernel, _row_sum_launcher(32), **ROW_SUM),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
+    _planted("planted_fp64_scalar", scale_by_kernel, _scale_by_half, reference=lambda x: x * 0.5),
+    _planted("planted_defeats_mutation_analysis", store_where_told_kernel, _store_into_output),
+    _planted("planted_in_place", double_in_place_kernel, _double_in_place, reference=_double_reference, mutates=frozenset({"x"})),
+    _planted("planted_hidden_from_discovery", copy_kernel, _launch_with("copy_kernel"), reference=_hidden_copy),
     _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone()), dtypes=(torch.float32, torch.float16)),
     _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),
     # a matmul's flops are 2*M*N*K (FlopCounterMode counts the reference so); this formula forgets the 2

@@ -235,3 +235,67 @@ def test_on_the_interpreter_a_raw_launch_under_compile_is_left_out_with_the_prob
     assert run_planted("planted_ok", wrapping="control", path="compile_default").outcome is Outcome.PASS
     traced = run_planted("planted_raises_at_trace", path="compile_fullgraph")  # Dynamo stops at the launch: the cell runs
     assert (traced.outcome, traced.stage) == (Outcome.FAIL, Stage.COMPILE)
+
+
+def test_a_triton_op_body_names_its_kernels_so_torchs_discovery_finds_them():
+    # torch hashes a triton_op's kernels into AOTAutograd's cache key only if it finds them in the op's source
+    import importlib
+
+    import torch._library.triton as discovery
+
+    from harness import wrapping
+    from harness.columns import OP_NAMESPACE, Wrapping
+
+    case = importlib.import_module("cases.add").CASE
+    op = wrapping.build(case, Wrapping.TRITON_OP)
+    found = discovery.get_triton_kernels_for_op(f"{OP_NAMESPACE}::{op._name.split('::')[-1]}")
+    if os.environ.get("TRITON_INTERPRET") == "1" and not found:
+        pytest.skip("torch's discovery does not resolve the interpreter's kernels (InterpretedFunction)")
+    assert case.kernels[0] in found
+
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="the interpreter's kernels cannot be compiled into a graph")
+
+
+@needs_gpu
+def test_a_float_scalar_compiled_as_fp64_is_a_degradation_of_a_passing_cell(run_planted):
+    result = run_planted("planted_fp64_scalar", wrapping="raw", path="compile_fullgraph")
+    assert result.outcome is Outcome.PASS
+    assert any("scale_by_kernel: float scalar alpha compiled as fp64" in d for d in result.degradations), result.degradations
+    assert run_planted("planted_fp64_scalar", wrapping="raw", path="eager").degradations == []
+
+
+@needs_gpu
+def test_a_tensor_the_analysis_marks_written_but_the_kernel_never_writes_is_a_degradation(run_planted):
+    result = run_planted("planted_defeats_mutation_analysis", wrapping="triton_op", path="compile_fullgraph")
+    assert result.outcome is Outcome.PASS
+    assert any("mutation analysis marks in_ptr as written, which the kernel does not write" in d for d in result.degradations), \
+        result.degradations
+    clean = run_planted("planted_ok", wrapping="triton_op", path="compile_fullgraph")
+    assert clean.outcome is Outcome.PASS and clean.degradations == []
+
+
+@needs_gpu
+def test_cuda_graphs_skipped_for_a_kernel_that_mutates_its_input_is_a_degradation_with_the_reason(run_planted):
+    result = run_planted("planted_in_place", wrapping="raw", path="compile_cudagraphs")
+    assert result.outcome is Outcome.PASS
+    skipped = [d for d in result.degradations if d.startswith("CUDA graphs skipped")]
+    assert skipped and "mutat" in skipped[0], result.degradations
+    assert run_planted("planted_ok", wrapping="raw", path="compile_cudagraphs").degradations == []
+
+
+@needs_gpu
+def test_a_warm_cache_that_serves_the_kernel_as_it_was_before_an_edit_is_wrong(run_planted):
+    hidden = run_planted("planted_hidden_from_discovery", wrapping="control", path="warm_cache_edit")
+    assert hidden.outcome is Outcome.WRONG
+    assert "stale kernel: the warm cache ran copy_kernel as it was before the edit" in hidden.message
+    # the harness's triton_op names its kernel in its body: discovery sees it, and the edit reaches the new process
+    assert run_planted("planted_hidden_from_discovery", wrapping="triton_op", path="warm_cache_edit").outcome is Outcome.PASS
+    assert run_planted("planted_hidden_from_discovery", wrapping="raw", path="warm_cache_edit").outcome is Outcome.PASS
+
+
+def test_cuda_graph_rows_are_skipped_without_a_cuda_device_and_say_why(run_planted):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = run_planted("planted_ok", wrapping="control", path="compile_cudagraphs")
+    assert result.outcome is Outcome.SKIPPED and "CUDA graphs need a CUDA device" in result.message
