@@ -31,6 +31,7 @@ class Watch:
     output_code: list[str] = field(default_factory=list)  # every module Inductor generated or loaded from its cache
     marked_mutated: dict[str, set[str]] = field(default_factory=dict)  # kernel -> arguments the analysis marks written
     written: dict[str, set[str]] = field(default_factory=dict)  # kernel -> tensor arguments an eager launch changed
+    tensor_arguments: dict[str, set[str]] = field(default_factory=dict)  # kernel -> its tensor arguments in that launch
     cudagraph_skips: list[str] = field(default_factory=list)
     cudagraph_skip_count: int = 0
 
@@ -40,7 +41,10 @@ class Watch:
             found.append(f"{kernel}: float scalar{'s' if len(scalars) > 1 else ''} {', '.join(sorted(scalars))} compiled as fp64 "
                          "(eager Triton passes a Python float as fp32)")
         for kernel in sorted(set(self.marked_mutated) & set(self.written)):
-            extra = self.marked_mutated[kernel] - self.written[kernel]
+            # Only tensors the eager launch passed as such are compared: a TMA descriptor's writes land in a
+            # tensor the launch never sees.
+            seen = self.tensor_arguments.get(kernel, set())
+            extra = (self.marked_mutated[kernel] & seen) - self.written[kernel]
             missing = self.written[kernel] - self.marked_mutated[kernel]
             if extra:
                 found.append(f"{kernel}: mutation analysis marks {', '.join(sorted(extra))} as written, which the kernel does not "
@@ -178,24 +182,23 @@ def _cudagraph_skips(watch: Watch) -> Iterator[None]:
             logger.disabled = bool(disabled)
 
 
-def written_by_launch(launch: Callable[..., Any], kernels: tuple[Any, ...], inputs: tuple[Any, ...]) -> dict[str, set[str]]:
-    """Per kernel, the tensor arguments whose contents one eager launch of it changed: the launcher runs with
-    each kernel's launches intercepted, every tensor argument copied before and compared after."""
+def record_writes(watch: Watch, launch: Callable[..., Any], kernels: tuple[Any, ...], inputs: tuple[Any, ...]) -> None:
+    """Per kernel, the tensor arguments whose contents one eager launch of it changed (watch.written), among its
+    tensor arguments (watch.tensor_arguments): the launcher runs with each kernel's launches intercepted, every
+    tensor argument copied before and compared after."""
     from harness.wrapping import _namespace
 
-    written: dict[str, set[str]] = {}
-    recorders = {kernel_name(k): _Recorder(k, kernel_name(k), written) for k in kernels}
+    recorders = {kernel_name(k): _Recorder(k, kernel_name(k), watch) for k in kernels}
     with torch.no_grad():
         launch(_namespace(**recorders), *tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs))
-    return written
 
 
 class _Recorder:
     """Stands for a kernel in the launcher's namespace: `k.name[grid](...)` launches the kernel and records
     which of its tensor arguments changed."""
 
-    def __init__(self, kernel: Any, name: str, written: dict[str, set[str]]):
-        self.kernel, self.name, self.written = kernel, name, written
+    def __init__(self, kernel: Any, name: str, watch: Watch):
+        self.kernel, self.name, self.watch = kernel, name, watch
 
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         launcher = self.kernel[grid]
@@ -209,7 +212,8 @@ class _Recorder:
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
             changed = {n for n, v in tensors.items() if not _same(before[n], v)}
-            self.written.setdefault(self.name, set()).update(changed)
+            self.watch.written.setdefault(self.name, set()).update(changed)
+            self.watch.tensor_arguments.setdefault(self.name, set()).update(tensors)
             return result
 
         return launch

@@ -246,7 +246,7 @@ class Execution:
         if watch.marked_mutated and self.case.kernels:
             try:
                 inputs = self.inputs(Example(self.case.dtypes[0], self.case.example_shape, seed=0))
-                watch.written = degradation.written_by_launch(self.case.launch, self.case.kernels, inputs)
+                degradation.record_writes(watch, self.case.launch, self.case.kernels, inputs)
             except Exception as exc:  # noqa: BLE001 - the cell passed; an eager relaunch that fails only leaves the comparison out
                 self.result.unchecked.append(f"mutation analysis not compared: the eager launch raised {type(exc).__name__}: {first_line(exc)}")
         if not self.device.startswith("cuda"):

@@ -231,21 +231,14 @@ def _scale_by_half(k, x: torch.Tensor) -> torch.Tensor:
 
 
 @triton.jit
-def store_where_told_kernel(in_ptr, out_ptr, n_elements, INTO_INPUT, BLOCK: tl.constexpr):
-    # Writes its input only when told to at run time (never, here): an analysis of the code cannot know.
+def copy_through_asm_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    # Inline assembly not marked pure: Triton/Inductor's mutation analysis cannot see through it and falls
+    # back to "every input is mutated", though only out_ptr is written. PTX: NVIDIA GPUs only.
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n_elements
     x = tl.load(in_ptr + offsets, mask=mask)
-    if INTO_INPUT:
-        tl.store(in_ptr + offsets, x, mask=mask)
-    else:
-        tl.store(out_ptr + offsets, x, mask=mask)
-
-
-def _store_into_output(k, x: torch.Tensor) -> torch.Tensor:
-    out = k.empty_like(x)
-    k.store_where_told_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), 0, BLOCK=64)
-    return out
+    y = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=False, pack=1)
+    tl.store(out_ptr + offsets, y, mask=mask)
 
 
 @triton.jit
@@ -293,7 +286,7 @@ CASES = [
     _planted("planted_sums_half_the_row", row_sum_kernel, _row_sum_launcher(32), **ROW_SUM),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
     _planted("planted_fp64_scalar", scale_by_kernel, _scale_by_half, reference=lambda x: x * 0.5),
-    _planted("planted_defeats_mutation_analysis", store_where_told_kernel, _store_into_output),
+    _planted("planted_defeats_mutation_analysis", copy_through_asm_kernel, _launch_with("copy_through_asm_kernel")),
     _planted("planted_in_place", double_in_place_kernel, _double_in_place, reference=_double_reference, mutates=frozenset({"x"})),
     _planted("planted_hidden_from_discovery", copy_kernel, _launch_with("copy_kernel"), reference=_hidden_copy),
     _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone()), dtypes=(torch.float32, torch.float16)),
