@@ -50,7 +50,8 @@ def merge(runs: list[tuple[str, Results]]) -> Results:
     fingerprint = dict(first.fingerprint)
     if rest:
         fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
-    stopped = "; ".join(f"{path}: {r.interrupted}" for path, r in runs if r.interrupted) or None
+    # A file re-rendered alone keeps its words: rendering is idempotent.
+    stopped = "; ".join(f"{path}: {r.interrupted}" if rest else r.interrupted for path, r in runs if r.interrupted) or None
     return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing, missing=sorted(missing),
                    wall_time_s=sum(wall) if wall else None, interrupted=stopped if missing else None)
 

@@ -159,9 +159,11 @@ def _cudagraph_skips(watch: Watch) -> Iterator[None]:
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
+            # The first line, without the stack trace Inductor appends ("Found from: ..."), once per reason.
             message = record.getMessage().strip().removeprefix("skipping cudagraphs due to ").strip()
-            if message and message not in watch.cudagraph_skips and len(watch.cudagraph_skips) < 3:
-                watch.cudagraph_skips.append(message.splitlines()[0][:200])
+            reason = re.sub(r"\.?\s*Found from\s*:.*$", "", message.splitlines()[0] if message else "").strip()[:200]
+            if reason and reason not in watch.cudagraph_skips and len(watch.cudagraph_skips) < 3:
+                watch.cudagraph_skips.append(reason)
 
     before = counters["inductor"]["cudagraph_skips"]
     handler = Keep(level=logging.WARNING)

@@ -366,7 +366,7 @@ def _support_entry(cells: list[CellResult], path: Path) -> str:
             notes.append(f"{breaks} graph breaks")
     degraded = [c for c in passed if c.degradations]
     if degraded:
-        notes.append(f"{len(degraded)} pass{'es' if len(degraded) == 1 else ''}, degraded")
+        notes.append(f"{len(degraded)} passes, degraded")
     if not counted:
         verdict = "n/a: environment" if env else "n/a"
     elif len(passed) == len(counted):

@@ -45,10 +45,11 @@ ROWS = (
         {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"},
         traces_into=True,
     ),
-    # Can I deploy it? A package counts where it runs in a new process that never imported the case, as a
+    TutorialRow("Supports AOTInductor", (Path.AOTI_STRICT, Path.AOTI_NONSTRICT), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}),
+    # Can I deploy it? The same claim, for a package run in a new process that never imported the case, as a
     # serving process loads it; passing only in the process that built it is said beside the entry.
-    TutorialRow("Supports AOTInductor", (Path.AOTI_FRESH_NONSTRICT,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"},
-                in_process=(Path.AOTI_NONSTRICT,)),
+    TutorialRow("Supports AOTInductor, package run in a fresh Python process (non-strict export)", (Path.AOTI_FRESH_NONSTRICT,),
+                {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}, in_process=(Path.AOTI_NONSTRICT,)),
     # The same claim, for a package deployed where there is no Python (a C++ server).
     TutorialRow(
         "Supports AOTInductor, run from C++ without Python",

@@ -229,14 +229,16 @@ def test_tutorial_chart_marks_where_measurements_disagree():
     table, disagreements = tutorial_chart(Results(fingerprint=FINGERPRINT, cells=cells))
     traces = next(line for line in table.splitlines() if line.startswith("| Does torch.compile trace into"))
     assert "No (0/2); tutorial: No" in traces  # custom_op is opaque, as published
-    aoti = next(line for line in table.splitlines() if line.startswith("| Supports AOTInductor ("))
+    aoti = next(line for line in table.splitlines() if line.startswith("| Supports AOTInductor, package run in a fresh"))
     assert "**Partial (1/2); tutorial says Yes** ⚠" in aoti  # raw: one package runs in a fresh process, one does not export
     # custom_op's package fails in a fresh process: the tutorial's No is right for deployment, and the entry
     # says it runs where it was built
     assert "No (0/1); 1 more run only in the process that built them; tutorial: No" in aoti
     assert "Yes (1/1); tutorial: Yes" in aoti  # triton_op
-    assert len(disagreements) == 1
+    # in the process that built it, custom_op's package runs: the in-process entry still disagrees
+    assert len(disagreements) == 2
     assert any("`b-raw-aoti_fresh_nonstrict`" in d for d in disagreements)
+    assert any("`a-custom_op-aoti_nonstrict`" in d for d in disagreements)
 
 
 def test_warnings_pytorch_logs_during_a_cell_are_kept_even_from_non_propagating_loggers():
@@ -477,3 +479,75 @@ def test_the_dtype_probe_runs_once_a_run_and_later_runner_processes_read_its_ans
     probe.broken_dtypes("cpu", record)
     assert calls == ["cpu", "cpu"]
     assert probe.broken_dtypes("cpu") is not None and calls == ["cpu", "cpu", "cpu"]  # no record dir: always probed
+
+
+GENERATED_WITH_A_DOUBLE = '''
+@triton_heuristics.user_autotune(
+    configs=[],
+    inductor_meta={'kernel_name': 'scale_kernel_0'},
+    triton_meta={'signature': {'x_ptr': '*fp32', 'out_ptr': '*fp32', 'alpha': 'fp64', 'n': 'i32'}, 'device': DeviceProperties(type='cuda'), 'constants': {}},
+    filename=__file__,
+    custom_kernel=True,
+)
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
+    pass
+'''
+
+
+def test_a_float_scalar_the_generated_code_types_fp64_is_read_off_its_signature_and_only_for_the_cases_kernels():
+    from harness.degradation import Watch
+
+    watch = Watch(("scale_kernel",), output_code=[GENERATED_WITH_A_DOUBLE])
+    assert watch.degradations() == ["scale_kernel: float scalar alpha compiled as fp64 (eager Triton passes a Python float as fp32)"]
+    assert Watch(("another_kernel",), output_code=[GENERATED_WITH_A_DOUBLE]).degradations() == []
+    assert Watch(("scale_kernel",), output_code=[GENERATED_WITH_A_DOUBLE.replace("'fp64'", "'fp32'")]).degradations() == []
+
+
+def test_mutation_analysis_is_compared_only_on_the_tensors_the_eager_launch_passed():
+    from harness.degradation import Watch
+
+    watch = Watch(("k",), marked_mutated={"k": {"in_ptr", "out_ptr", "out_desc"}}, written={"k": {"out_ptr", "x_ptr"}},
+                  tensor_arguments={"k": {"in_ptr", "out_ptr", "x_ptr"}})
+    assert watch.degradations() == [
+        "k: mutation analysis marks in_ptr as written, which the kernel does not write (an extra clone, no fusion)",
+        "k: mutation analysis misses x_ptr, which the kernel writes (a correctness risk)",
+    ]  # out_desc, a TMA descriptor, is not claimed either way
+
+
+def test_cuda_graph_skips_are_counted_with_their_reason_once_without_the_stack_trace():
+    from torch._dynamo.utils import counters
+    from torch._inductor import cudagraph_utils
+
+    from harness.degradation import watching
+
+    with watching(()) as watch:
+        for _ in range(3):
+            cudagraph_utils.cudagraphs_log.warning("skipping cudagraphs due to mutated inputs (1 instances). Found from : \n  File x.py")
+            counters["inductor"]["cudagraph_skips"] += 1
+    assert watch.degradations() == ["CUDA graphs skipped (3x): mutated inputs (1 instances)"]
+
+
+def test_a_kernel_edit_adds_one_statement_on_the_first_body_line_and_moves_no_other_line(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    from harness.warm_cache import edited_sources, marker
+
+    source = (
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef twice_kernel(x_ptr, n, BLOCK: tl.constexpr):\n"
+        '    """Doubles."""\n    offsets = tl.arange(0, BLOCK)\n    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) * 2)\n'
+    )
+    (tmp_path / "tcm_edit_probe.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("tcm_edit_probe")
+    try:
+        edited = edited_sources((module.twice_kernel,))[str(tmp_path / "tcm_edit_probe.py")]
+    finally:
+        sys.modules.pop("tcm_edit_probe", None)
+    assert edited["module"] == "tcm_edit_probe"
+    lines, before = edited["text"].splitlines(), source.splitlines()
+    assert len(lines) == len(before)
+    assert lines[7] == f"    {marker('twice_kernel')} = 2; offsets = tl.arange(0, BLOCK)"
+    assert [line for n, line in enumerate(lines) if n != 7] == [line for n, line in enumerate(before) if n != 7]
+    compile(edited["text"], "edited", "exec")  # still Python
