@@ -188,11 +188,11 @@ def record_writes(watch: Watch, launch: Callable[..., Any], kernels: tuple[Any, 
     """Per kernel, the tensor arguments whose contents one eager launch of it changed (watch.written), among its
     tensor arguments (watch.tensor_arguments): the launcher runs with each kernel's launches intercepted, every
     tensor argument copied before and compared after."""
-    from harness.wrapping import _namespace
+    from harness.wrapping import launcher_namespace
 
     recorders = {kernel_name(k): _Recorder(k, kernel_name(k), watch) for k in kernels}
     with torch.no_grad():
-        launch(_namespace(**recorders), *tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs))
+        launch(launcher_namespace(**recorders), *tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs))
 
 
 class _Recorder:

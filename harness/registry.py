@@ -98,7 +98,8 @@ def _modules(spec: str, problems: list[CaseProblem]) -> list[tuple[str, ModuleTy
     return found
 
 
-def _cases_of(module: ModuleType, label: str) -> list[Case]:
+def cases_of(module: ModuleType, label: str) -> list[Case]:
+    """The Case objects a module defines (one, or in lists), labelled with where they came from."""
     from harness.case import Case
 
     found = [v for v in vars(module).values() if isinstance(v, Case)]
@@ -114,7 +115,7 @@ def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
     loaded = Loaded(cases={}, problems=[])
     for spec in specs:
         for name, module in _modules(spec, loaded.problems):
-            cases = _cases_of(module, name)
+            cases = cases_of(module, name)
             if not cases:
                 loaded.problems.append(CaseProblem(name, None, "defines no Case: assign one (or a list) at module level, e.g. CASE = Case(...)"))
             for case in cases:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import json
-import linecache
 import os
 import subprocess
 import sys
@@ -142,12 +141,10 @@ class StaleKernel(Mismatch):
 
 
 def _load_edited(sources: dict[str, dict[str, str]]) -> None:
+    from harness.wrapping import run_as_module
+
     for path, source in sources.items():
-        module = types.ModuleType(source["module"])
-        module.__file__ = path
-        linecache.cache[path] = (len(source["text"]), None, source["text"].splitlines(True), path)
-        sys.modules[source["module"]] = module
-        exec(compile(source["text"], path, "exec"), module.__dict__)
+        run_as_module(source["module"], path, source["text"])
 
 
 def _serve(request: dict[str, Any]) -> dict[str, Any]:
@@ -156,16 +153,13 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     from torch._dynamo.utils import counters
     from torch._inductor.graph import GraphLowering
 
+    from harness import registry
     from harness import wrapping as wrappings
     from harness.columns import Wrapping
 
     _load_edited(request["sources"])
     module = importlib.import_module(request["launch_module"])
-    case = next((v for v in vars(module).values() if isinstance(v, Case) and v.name == request["case"]), None)
-    if case is None:
-        for value in vars(module).values():
-            if isinstance(value, (list, tuple)):
-                case = next((c for c in value if isinstance(c, Case) and c.name == request["case"]), case)
+    case = next((c for c in registry.cases_of(module, request["launch_module"]) if c.name == request["case"]), None)
     if case is None:
         return {"error": f"case {request['case']!r} not found in {request['launch_module']}"}
     fn = wrappings.build(case, Wrapping(request["wrapping"]))

@@ -36,7 +36,12 @@ def empty(*size: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.
 
 def kernel_namespace(kernels: tuple[Any, ...]) -> types.SimpleNamespace:
     """The `k` a launcher is given: its kernels by name, and the harness's poisoned allocators."""
-    return _namespace(**{kernel_name(k): k for k in kernels})
+    return launcher_namespace(**{kernel_name(k): k for k in kernels})
+
+
+def launcher_namespace(**kernels: Any) -> types.SimpleNamespace:
+    """A `k` holding the given objects under the kernels' names (wrapped kernels, recorders), with the allocators."""
+    return types.SimpleNamespace(**kernels, empty_like=empty_like, empty=empty)
 
 
 # torch.library registrations are process-wide and cannot be repeated: build each once.
@@ -71,16 +76,20 @@ def {name}(*_tcm_inputs):
 """
 
 
-def _generated_module(name: str, source: str, title: str, **names: Any) -> dict[str, Any]:
-    """Run generated source in a module of its own with its source in linecache, so that inspect, Dynamo and
-    torch's kernel discovery read it like any user file."""
-    module = types.ModuleType(f"tcm_generated.{name}")
-    module.__file__ = f"<triton-compat-matrix: {title}>"
+def run_as_module(module_name: str, filename: str, source: str, **names: Any) -> dict[str, Any]:
+    """Run source as module `module_name` read from `filename`, its text in linecache (with no mtime, so it is
+    never re-read from disk): inspect, Dynamo, Triton and torch's kernel discovery read it like any file."""
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
     module.__dict__.update(names)
-    linecache.cache[module.__file__] = (len(source), None, source.splitlines(True), module.__file__)
-    sys.modules[module.__name__] = module
-    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    sys.modules[module_name] = module
+    exec(compile(source, filename, "exec"), module.__dict__)
     return module.__dict__
+
+
+def _generated_module(name: str, source: str, title: str, **names: Any) -> dict[str, Any]:
+    return run_as_module(f"tcm_generated.{name}", f"<triton-compat-matrix: {title}>", source, **names)
 
 
 def _triton_op_body(name: str, launch: Callable[..., Any], kernels: tuple[Any, ...]) -> Callable[..., Any]:
@@ -92,12 +101,8 @@ def _triton_op_body(name: str, launch: Callable[..., Any], kernels: tuple[Any, .
     wrapped = ", ".join(f"{n}=wrap_triton({n})" for n in names)
     source = _TRITON_OP_TEMPLATE.format(name=name, wrapped=wrapped)
     namespace = _generated_module(name, source, f"{name} triton_op", wrap_triton=torch.library.wrap_triton,
-                                  _tcm_launch=launch, _tcm_namespace=_namespace, **names)
+                                  _tcm_launch=launch, _tcm_namespace=launcher_namespace, **names)
     return namespace[name]
-
-
-def _namespace(**kernels: Any) -> types.SimpleNamespace:
-    return types.SimpleNamespace(**kernels, empty_like=empty_like, empty=empty)
 
 
 def _operator(
