@@ -3,7 +3,7 @@
 import torch
 import triton
 
-from cases.add import add_kernel, backward, numel
+from .add import add_kernel, backward, numel
 from harness import Backward, Case, inputs
 
 add_kernel_autotuned = triton.autotune(

@@ -13,6 +13,12 @@ is the same in every run, 1 when some differ (labelled flaky in the combined rep
 
 `python -m harness bench [--out FILE] [--report-dir DIR] [PYTEST ARGS ...]` runs the matrix with
 `pytest -n auto` and prints how fast it ran and what the harness itself cost.
+
+`python -m harness run [PYTEST ARGS ...]` (installed: `triton-compat-matrix run`) runs the matrix: it is
+`pytest --matrix`, from any folder.
+
+bench, repeat and run pass every argument they do not know to pytest, in order (`-k aoti`, `-n 4`,
+`--cases my.py`); a `--` before them is allowed.
 """
 
 from __future__ import annotations
@@ -56,9 +62,14 @@ def merge(runs: list[tuple[str, Results]]) -> Results:
                    wall_time_s=sum(wall) if wall else None, interrupted=stopped if missing else None)
 
 
+# The commands that run pytest, and take the arguments they do not know as pytest's.
+_RUN_PYTEST = ("run", "bench", "repeat")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness")
+    parser = argparse.ArgumentParser(prog="python -m harness", allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("run", add_help=False, help="run the matrix: pytest --matrix with the arguments given (-h: pytest's help)")
     rep = commands.add_parser("report", help="write the reports from one or more results files (merged)")
     rep.add_argument("results", nargs="+", help="results.json files")
     rep.add_argument("--out", required=True, help="directory for SUPPORT.md, MATRIX.md, results.json")
@@ -66,19 +77,23 @@ def main(argv: list[str] | None = None) -> int:
     dif.add_argument("old")
     dif.add_argument("new")
     dif.add_argument("--out", help="write the markdown here instead of standard output")
-    ben = commands.add_parser("bench", help="run the matrix (pytest -n auto) and print its speed figures")
+    ben = commands.add_parser("bench", help="run the matrix (pytest -n auto) and print its speed figures", allow_abbrev=False)
     ben.add_argument("--out", help="also write the figures here")
     ben.add_argument("--report-dir", help="where the run's reports go (default: a temporary directory)")
-    ben.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to pytest (-n auto unless -n is given)")
-    rep_ = commands.add_parser("repeat", help="run the matrix N times and compare the runs cell by cell")
+    rep_ = commands.add_parser("repeat", help="run the matrix N times and compare the runs cell by cell", allow_abbrev=False)
     rep_.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
     rep_.add_argument("--out", default="reports/repeat", help="where run-1..N, REPEAT.md and the combined reports go")
     rep_.add_argument("--concurrent", action="store_true", help="run them at once, each on a GPU of its own, the cores split between them")
     rep_.add_argument("--results", nargs="+", metavar="RESULTS_JSON", help="compare these runs instead of running the matrix")
-    rep_.add_argument("pytest_args", nargs=argparse.REMAINDER, help="passed to each pytest run (-n auto unless -n is given)")
     cas = commands.add_parser("cases", help="print the cases as a table: what each tests, the inputs it draws")
     cas.add_argument("--cases", action="append", help="case modules or files, as for pytest --cases (default: the built-ins)")
-    args = parser.parse_args(argv)
+    args, pytest_args = parser.parse_known_args(argv)
+    if args.command not in _RUN_PYTEST and pytest_args:
+        parser.error(f"unrecognized arguments: {' '.join(pytest_args)}")
+    if pytest_args[:1] == ["--"]:
+        pytest_args = pytest_args[1:]
+    if args.command == "run":
+        return _run(pytest_args)
     if args.command == "cases":
         return _cases(args.cases)
     if args.command == "repeat":
@@ -86,11 +101,11 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.results:
             return repeat.compare_files(args.results, args.out)
-        return repeat.run(args.runs, args.out, args.pytest_args, args.concurrent)
+        return repeat.run(args.runs, args.out, pytest_args, args.concurrent)
     if args.command == "bench":
         from harness import bench
 
-        return bench.main(args.pytest_args, args.out, args.report_dir)
+        return bench.main(pytest_args, args.out, args.report_dir)
     try:
         if args.command == "diff":
             return _diff(args.old, args.new, args.out)
@@ -116,6 +131,15 @@ def _diff(old_path: str, new_path: str, out: str | None) -> int:
     if old.fingerprint.get("mode") != new.fingerprint.get("mode"):
         print(f"warning: comparing a {old.fingerprint.get('mode')} run with a {new.fingerprint.get('mode')} run", file=sys.stderr)
     return 1 if result.regressed else 0
+
+
+def _run(pytest_args: list[str]) -> int:
+    import pytest
+
+    from harness.bench import matrix_plugin_args
+    from harness.plugin import with_values_joined
+
+    return int(pytest.main([*matrix_plugin_args(), "--matrix", *with_values_joined(pytest_args)]))
 
 
 def _cases(specs: list[str] | None) -> int:

@@ -7,15 +7,17 @@ the harness's overhead per cell, and each worker's peak host and GPU memory and 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from harness.outcome import Memory, Outcome
 from harness.results import Results, load
@@ -139,13 +141,65 @@ def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def matrix_plugin_args() -> list[str]:
+    """`-p harness.plugin` where the package is not installed (a checkout run as `python -m harness`), so that
+    pytest loads the plugin; nothing where its entry point loads it (naming it twice would fail)."""
+    from importlib.metadata import entry_points
+
+    installed = any(ep.value == "harness.plugin" for ep in entry_points(group="pytest11"))
+    return [] if installed else ["-p", "harness.plugin"]
+
+
 def matrix_command(pytest_args: list[str], report_dir: str) -> list[str]:
     """The matrix as a user runs it (`pytest -n auto` unless the arguments choose -n), reports to report_dir."""
-    if pytest_args[:1] == ["--"]:
-        pytest_args = pytest_args[1:]
+    from harness.plugin import with_values_joined
+
     if not any(a.startswith(("-n", "--numprocesses")) for a in pytest_args):
         pytest_args = ["-n", "auto", *pytest_args]
-    return [sys.executable, "-m", "pytest", f"--report-dir={os.path.abspath(report_dir)}", "-q", *pytest_args]
+    pytest_args = with_values_joined(pytest_args)
+    return [sys.executable, "-m", "pytest", *matrix_plugin_args(), "--matrix", f"--report-dir={os.path.abspath(report_dir)}", "-q",
+            *pytest_args]
+
+
+def _die_with_parent() -> None:
+    """In the child, before pytest starts: SIGTERM when this process dies, even by SIGKILL (Linux), so that an
+    orphaned run still stops and writes its reports."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a shell's background job inherits SIGINT ignored
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def start_matrix(command: list[str], **popen: Any) -> subprocess.Popen[bytes]:
+    """A pytest run of the matrix in a session of its own: Ctrl-C at a terminal, or `timeout`'s signal to its
+    process group, reaches this process alone, and `forwarding_signals` passes it on once."""
+    return subprocess.Popen(command, start_new_session=True, preexec_fn=_die_with_parent, **popen)
+
+
+@contextlib.contextmanager
+def forwarding_signals(runs: list[subprocess.Popen[bytes]]) -> Iterator[list[str]]:
+    """SIGINT and SIGTERM sent to this process are passed to the matrix runs still going, which stop as a run
+    stopped by hand does: they write their reports, marked incomplete. This process waits for them instead of
+    dying (as subprocess.run would, killing its child); the names of the signals received are yielded."""
+    received: list[str] = []
+
+    def forward(signum: int, frame: Any) -> None:
+        received.append(signal.Signals(signum).name)
+        print(f"{signal.Signals(signum).name}: passed to the matrix run, which writes its reports (marked incomplete)",
+              file=sys.stderr, flush=True)
+        for run in runs:
+            if run.poll() is None:
+                run.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(pytest_args: list[str], out: str | None = None, report_dir: str | None = None) -> int:
@@ -155,16 +209,21 @@ def main(pytest_args: list[str], out: str | None = None, report_dir: str | None 
     pytest_args = command[command.index("-q") + 1:]
     print(f"running: {' '.join(shlex.quote(c) for c in command)}", flush=True)
     start = time.perf_counter()
-    proc = subprocess.run(command)
+    runs = [start_matrix(command)]
+    with forwarding_signals(runs) as received:
+        returncode = runs[0].wait()
     wall = time.perf_counter() - start
     path = os.path.join(report_dir, "results.json")
     if not os.path.exists(path):
-        print(f"bench: the matrix wrote no {path} (pytest exit {proc.returncode})", file=sys.stderr)
+        print(f"bench: the matrix wrote no {path} (pytest exit {returncode})", file=sys.stderr)
         return 2
     results = load(path)
     text = render(figures(results, wall), results.fingerprint, "python -m harness bench " + " ".join(map(shlex.quote, pytest_args)))
+    if not results.complete:
+        text += (f"\nINCOMPLETE: {len(results.missing)} cells never reported ({results.interrupted or ', '.join(received) or 'stopped'}); "
+                 "the figures cover the cells that ran\n")
     print(text)
     if out:
         with open(out, "w") as f:
             f.write(text)
-    return proc.returncode
+    return returncode

@@ -12,8 +12,9 @@ from harness.columns import Wrapping
 from harness.errors import CellIdError
 from harness.rows import Kind, Path
 
-# The matrix's test is tests/test_matrix.py::test_cell, parametrized by cell id.
-_TEST_ID = re.compile(r"test_matrix\.py::test_cell\[(?P<cell>[^\]]+)\]$")
+# The matrix's test is harness/matrix.py::test_cell, parametrized by cell id. Its node id names the module
+# relative to pytest's rootdir, and is "::test_cell[...]" alone where the package lies outside it (installed).
+_TEST_ID = re.compile(r"(?:^|(?:^|/)matrix\.py)::test_cell\[(?P<cell>[^\]]+)\]$")
 
 
 @dataclass(frozen=True, order=True)
@@ -44,7 +45,12 @@ class Cell:
     def of_test(cls, nodeid: str) -> Cell | None:
         """The cell a pytest node id runs, or None for any other test."""
         match = _TEST_ID.search(nodeid)
-        return cls.parse(match.group("cell")) if match else None
+        if match is None:
+            return None
+        try:
+            return cls.parse(match.group("cell"))
+        except CellIdError:  # a test of the same name in some other module
+            return None
 
     def control(self) -> Cell:
         """The case's plain PyTorch reference down the same path: does the path itself work here?"""

@@ -191,8 +191,8 @@ class Execution:
     def _left_to_other_profiles(self) -> str | None:
         settings = self.settings
         if self.cell.path.value in settings.limited_rows and settings.limited_rows_tag not in self.case.tags:
-            return (f"this run's profile checks this row only on cases tagged {settings.limited_rows_tag!r} (a C++ build or a new "
-                    "process per cell); the other profiles check every case")
+            return (f"this run's profile checks this row only on cases tagged {settings.limited_rows_tag!r} (each of its cells "
+                    "builds C++, autotunes or starts a process); the other profiles check every case")
         return None
 
     def _interpreter_cannot_compile(self) -> str | None:

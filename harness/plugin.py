@@ -1,15 +1,23 @@
 """The pytest side: one test item per cell, run in an isolated runner process per pytest worker.
 
+Installed, the plugin is loaded into every pytest run (a `pytest11` entry point) but only adds its options
+until a run asks for the matrix with `--matrix` (`triton-compat-matrix run` is `pytest --matrix`): then it
+adds the matrix's test module, shipped in the package (harness/matrix.py), to what the run collects.
+
 Roles follow pytest-cov and xdist's dsession, one class each, one method per pytest event:
-- `MatrixWorker`, in every process that runs cells (an xdist worker, or a run without workers), owns the
-  runner process, runs each cell there and attaches its result to the test report;
-- `MatrixController`, in the process that started the run, collects the reports, notices workers that
-  died, and alone writes the reports, once, at the end of the session.
+- `MatrixWorker`, in every process of a matrix run, owns the runner process where it runs cells (an xdist
+  worker, or a run without workers), runs each cell there and attaches its result to the test report;
+- `MatrixController`, in the process that started the run, collects the reports, says what the run will do
+  and how far it got, notices workers that died, and alone writes the reports, once, at the end.
+
+A cell's outcome is data, not a pass or fail of its test: `-v` shows it (WRONG, FAIL, CRASH, TIMEOUT, ENV,
+SKIP), junit XML carries it in properties, and `--lf` reruns the cells that did not pass.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -20,28 +28,45 @@ from typing import Any, Iterator
 
 import pytest
 
-from harness import registry
+from harness import estimate, registry
 from harness.cell import Cell, all_cells
+from harness.columns import Wrapping
 from harness.errors import UsageError
 from harness.outcome import CellResult, Outcome
 from harness.rows import Path, parse_timeouts, timeout_for
 from harness.runner import INDUCTOR_CACHE, Runner, runner_env, runner_threads
-from harness.settings import DEFAULT_PROFILE, PROFILES, Settings
+from harness.settings import DEFAULT_PROFILE, INTERPRETER_PROFILE, PROFILES, Settings
 
-RESULT_PROPERTY = "tcm_result"
+MATRIX_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "matrix.py")
 WORKER, CONTROLLER = "tcm-worker", "tcm-controller"
+# The test report's properties (junit XML writes them as <property>): the whole result as JSON, and its
+# outcome, stage and message on their own for tools that read one field.
+RESULT_PROPERTY, OUTCOME_PROPERTY, STAGE_PROPERTY, MESSAGE_PROPERTY = "tcm_result", "tcm_outcome", "tcm_stage", "tcm_message"
+DEFAULT_REPORT_DIR = "reports"
+PARTIAL = "partial"  # where a run of part of the matrix writes, under the default report directory
 
 # Seconds-like units, as a row's cost: the autotuner's cost per config it times, over a cell's examples.
 AUTOTUNE_COST_PER_CONFIG = 20.0
+PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
+
+# The options that only mean something to the matrix, with the value that says "not given".
+_MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": 0,
+                   "cache_dir": None, "runner_logs": None, "perf": False, "baseline": None, "accept": False}
+_LOADED = pytest.StashKey[registry.Loaded]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("triton-compat-matrix")
+    group.addoption("--matrix", action="store_true",
+                    help="run the matrix of cases x wrapping styles x compile paths (as `triton-compat-matrix run` does); "
+                         "without it this plugin changes nothing")
     group.addoption("--cases", action="append", default=None, metavar="MODULE_OR_FILE",
-                    help="case module, package or .py file (repeatable); default: the built-in `cases` package")
-    group.addoption("--report-dir", default="reports", help="where SUPPORT.md, MATRIX.md and results.json go (default: reports)")
+                    help="case module, package or .py file (repeatable); default: the built-in cases (harness.cases)")
+    group.addoption("--report-dir", default=None,
+                    help=f"where SUPPORT.md, MATRIX.md and results.json go (default: {DEFAULT_REPORT_DIR}, or {DEFAULT_REPORT_DIR}/{PARTIAL} "
+                         "for a run of part of the matrix, such as -k or --lf, so that it never overwrites a whole run's chart)")
     group.addoption("--matrix-profile", default=None, choices=sorted(PROFILES),
-                    help=f"how many hypothesis examples a cell checks (default: {DEFAULT_PROFILE}, or ci when CI is set)")
+                    help="how many hypothesis examples a cell checks (default: matrix with a CUDA device, quick without one)")
     group.addoption("--cell-timeout", action="append", default=[], metavar="[ROW=]S",
                     help="seconds a cell may take: S for every cell, ROW=S for a path or kind (aoti=1800); repeatable")
     group.addoption("--cells-per-process", type=int, default=0,
@@ -58,36 +83,65 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--accept", action="store_true", help="with --baseline: rewrite the baseline with this run's outcomes")
 
 
-def _names_the_matrix(config: pytest.Config) -> bool:
-    """Do the run's arguments name the matrix's test file or a directory holding it?"""
-    matrix = config.rootpath / "tests" / "test_matrix.py"
-    named = [config.invocation_params.dir.joinpath(arg.split("::")[0]).resolve() for arg in config.args]
-    return any(path == matrix or path in matrix.parents for path in named)
+def with_values_joined(args: list[str]) -> list[str]:
+    """`--cases X` as `--cases=X`, for each option of the matrix that takes a value. pytest picks its rootdir
+    (and ini file and .pytest_cache) from the command line's paths before any plugin is loaded, so it takes the
+    X of `--cases X` for a test path and roots the run there; `--cases=X` it leaves alone."""
+    valued = {"--" + name.replace("_", "-") for name, unset in _MATRIX_OPTIONS.items() if unset is not False}
+    joined: list[str] = []
+    args = list(args)
+    while args:
+        arg = args.pop(0)
+        joined.append(f"{arg}={args.pop(0)}" if arg in valued and args else arg)
+    return joined
+
+
+def requested(config: pytest.Config) -> bool:
+    """Does this run ask for the matrix? Without --matrix the plugin only adds its options."""
+    return bool(config.getoption("matrix", False))
 
 
 def _runs_cells_here(config: pytest.Config) -> bool:
-    """Will this process run matrix cells: a worker, or a run without workers, of the matrix?"""
-    if config.option.collectonly or (not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None)):
-        return False
-    return _names_the_matrix(config)
+    """Will this process run matrix cells: a worker, or a run without workers?"""
+    return not config.option.collectonly and (hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None))
 
 
 def profile_name(config: pytest.Config) -> str:
+    """The run's profile: the one chosen, else `matrix` with a CUDA device and `quick` on Triton's CPU interpreter
+    (a newcomer's first run on a laptop must end in minutes; the chart's real answers come from a GPU)."""
     chosen = config.getoption("matrix_profile")
-    return chosen or ("ci" if os.environ.get("CI") else DEFAULT_PROFILE)
+    if chosen:
+        return chosen
+    import torch
+
+    return DEFAULT_PROFILE if torch.cuda.is_available() else INTERPRETER_PROFILE
 
 
 def case_specs(config: pytest.Config) -> list[str]:
     return config.getoption("cases") or [registry.BUILTIN]
 
 
+def loaded(config: pytest.Config) -> registry.Loaded:
+    """The run's cases and the problems of the modules left out, loaded once per process."""
+    if _LOADED not in config.stash:
+        config.stash[_LOADED] = registry.load(case_specs(config))
+    return config.stash[_LOADED]
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if not requested(config):
+        given = [name for name, unset in _MATRIX_OPTIONS.items() if config.getoption(name) != unset]
+        if given:
+            raise pytest.UsageError(f"--{given[0].replace('_', '-')} is an option of the matrix: add --matrix to run it "
+                                    "(or run `triton-compat-matrix run ...`, which adds it)")
+        return
     try:
         parse_timeouts(config.getoption("cell_timeout"))
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if config.getoption("perf") and (config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no"):
         raise pytest.UsageError("--perf times kernels: run it without -n (pytest --perf), so no other cell shares the GPU")
+    _collect_the_matrix(config)
     config.pluginmanager.register(MatrixWorker(config), WORKER)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(MatrixController(config), CONTROLLER)
@@ -100,13 +154,16 @@ def pytest_configure(config: pytest.Config) -> None:
         MatrixWorker.of(config).runner.prepare()
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "cell" in metafunc.fixturenames:
-        cases = registry.load(case_specs(metafunc.config)).cases
-        cells = all_cells(list(cases))
-        metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
-        if cells:  # the matrix collected from arguments _runs_cells_here did not recognise
-            MatrixWorker.of(metafunc.config).runner.prepare()
+def _collect_the_matrix(config: pytest.Config) -> None:
+    """Add the matrix's module to what the run collects: beside the test paths the command line names, or
+    instead of the ones pytest would take by default (testpaths, the current folder)."""
+    named = {os.path.realpath(os.path.join(config.invocation_params.dir, arg.split("::")[0])) for arg in config.args}
+    if os.path.realpath(MATRIX_MODULE) in named:
+        return
+    if config.args_source is pytest.Config.ArgsSource.ARGS:
+        config.args.append(MATRIX_MODULE)
+    else:
+        config.args[:] = [MATRIX_MODULE]
 
 
 def _fresh_run_dir(config: pytest.Config) -> str:
@@ -131,20 +188,50 @@ def run_packages(config: pytest.Config) -> str:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short."""
-    cases = registry.load(case_specs(config)).cases
-
+    if not requested(config):
+        return
+    cases = loaded(config).cases
     rows = list(Path)
 
-    def cost(item: pytest.Item) -> tuple[float, int]:
+    def cost(item: pytest.Item) -> tuple[float, int, bool]:
         cell = getattr(item, "callspec", None) and item.callspec.params.get("cell")
         if not isinstance(cell, Cell) or cell.case not in cases:
-            return 0.0, 0
+            return 0.0, 0, False
         # The row's cost, plus the autotuning its case's kernels redo for each new input size. Among cells of
         # one cost, row by row: a strict export's AOTInductor cell and its non-strict twin, which often
         # compile the same program once between them, then start apart, not side by side with one waiting.
-        return -(cell.path.spec.cost + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.path)
+        # In a row, the controls first: a cell that fails where its control failed is shown as ENV.
+        return (-(cell.path.spec.cost + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.path),
+                cell.wrapping is not Wrapping.CONTROL)
 
     items.sort(key=cost)
+
+
+# What `-v` and the progress letters show for a cell that did not pass: (category, letter, word, colour).
+# The categories are counted in pytest's last line ("3 wrong, 2 crash"); the test itself passed.
+_STATUS = {
+    "skipped": ("skip", "s", "SKIP", "blue"),
+    "wrong": ("wrong", "w", "WRONG", "red"),
+    "fail": ("fail", "f", "FAIL", "red"),
+    "crash": ("crash", "c", "CRASH", "red"),
+    "timeout": ("timeout", "t", "TIMEOUT", "red"),
+    "env": ("env", "v", "ENV", "yellow"),
+}
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, Any] | None:
+    if report.when != "call" or not report.passed:
+        return None
+    outcome = dict(report.user_properties).get(OUTCOME_PROPERTY)
+    controller = config.pluginmanager.get_plugin(CONTROLLER)
+    if outcome is None or controller is None:
+        return None
+    if controller.blamed_on_environment(report):
+        outcome = "env"
+    if outcome not in _STATUS:
+        return None
+    category, letter, word, colour = _STATUS[outcome]
+    return category, letter, (word, {colour: True})
 
 
 class MatrixWorker:
@@ -157,8 +244,13 @@ class MatrixWorker:
         self._baseline: dict[Cell, CellResult] | None = None
 
     @staticmethod
-    def of(config: pytest.Config) -> MatrixWorker:
+    def of(config: pytest.Config) -> MatrixWorker | None:
+        """This process's worker role; None when the run did not ask for the matrix."""
         return config.pluginmanager.get_plugin(WORKER)
+
+    @property
+    def cases(self) -> dict[str, Any]:
+        return loaded(self.config).cases
 
     @property
     def runner(self) -> Runner:
@@ -178,7 +270,8 @@ class MatrixWorker:
         timeout = timeout_for(cell.path, parse_timeouts(config.getoption("cell_timeout")))
         result = self.runner.run(cell, settings, timeout)
         result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        item.user_properties.append((RESULT_PROPERTY, result.to_json()))
+        item.user_properties += [(OUTCOME_PROPERTY, result.outcome.value), (STAGE_PROPERTY, result.stage.value if result.stage else ""),
+                                 (MESSAGE_PROPERTY, result.message or ""), (RESULT_PROPERTY, json.dumps(result.to_json()))]
         return result
 
     def baseline_change(self, result: CellResult) -> str | None:
@@ -207,21 +300,14 @@ class MatrixWorker:
         shutil.rmtree(runner.workdir, ignore_errors=True)
 
 
+def _result_of(report: pytest.TestReport) -> CellResult | None:
+    """The cell's result its worker attached to the test report, if the cell ran."""
+    value = dict(report.user_properties).get(RESULT_PROPERTY)
+    return CellResult.from_json(json.loads(value)) if value else None
+
+
 def worker_count() -> int:
     return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-
-
-@pytest.fixture
-def run_cell(pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> Any:
-    """run_cell(cell) -> its CellResult, run by this process's MatrixWorker."""
-    worker = MatrixWorker.of(pytestconfig)
-    return lambda cell: worker.run(cell, request.node)
-
-
-@pytest.fixture
-def check_baseline(pytestconfig: pytest.Config) -> Any:
-    """check_baseline(result) -> why it differs from the --baseline run, or None."""
-    return MatrixWorker.of(pytestconfig).baseline_change
 
 
 @contextlib.contextmanager
@@ -249,6 +335,9 @@ class MatrixController:
         self.started = time.time()
         self.run_caches = tempfile.mkdtemp(prefix="tcm-caches-")
         self.stopped_by: str | None = None
+        self._announced = False
+        self._summary: list[tuple[str, dict[str, bool]]] = []  # said at the end, after pytest's summary
+        self._progress_said, self._progress_tenth = time.time(), 0
         self._sigterm: Any = None
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
@@ -268,19 +357,69 @@ class MatrixController:
         shutil.rmtree(self.run_caches, ignore_errors=True)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.collected |= {cell for item in session.items if (cell := Cell.of_test(item.nodeid))}
+        self._collected([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        self.collected |= {cell for nodeid in ids if (cell := Cell.of_test(nodeid))}
+        self._collected(ids)
 
+    def _collected(self, nodeids: list[str]) -> None:
+        """The cells this run will run (after -k, --lf and the like): say once what the run will do."""
+        first = not self.collected and not self._announced
+        self.collected |= {cell for nodeid in nodeids if (cell := Cell.of_test(nodeid))}
+        if first and not self.config.option.collectonly:
+            self._announced = True
+            self._say(estimate.announce(self._plan()))
+
+    def _plan(self) -> estimate.Plan:
+        import torch
+
+        cases = loaded(self.config).cases
+        workers = getattr(self.config.option, "numprocesses", None)
+        return estimate.Plan(cells=sorted(self.collected), all_cells=len(all_cells(list(cases))), cases=cases,
+                             specs=case_specs(self.config), profile=profile_name(self.config),
+                             gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+                             workers=workers if isinstance(workers, int) and workers > 0 else 1,
+                             report_dir=self.report_dir())
+
+    def report_dir(self) -> str:
+        """--report-dir; else `reports`, or `reports/partial` for a run of part of the matrix (-k, --lf, a cell
+        named on the command line): a look at a few cells must not overwrite the whole chart."""
+        chosen = self.config.getoption("report_dir")
+        if chosen:
+            return chosen
+        whole = self.collected >= set(all_cells(list(loaded(self.config).cases)))
+        return DEFAULT_REPORT_DIR if whole else os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
+
+    def _say(self, text: str, **markup: bool) -> None:
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is None:
+            return
+        if getattr(getattr(terminal, "_tw", None), "width_of_current_line", 0):
+            terminal.write("\n")  # after a row of progress letters
+        for line in text.splitlines():
+            terminal.write_line(f"triton-compat-matrix: {line}", **markup)
+
+    def blamed_on_environment(self, report: pytest.TestReport) -> bool:
+        """Does this cell fail where its control, already reported, failed too? (The reports settle it for
+        every cell; `-v` can only know the controls that finished first, which the run schedules first.)"""
+        cell = Cell.of_test(report.nodeid)
+        control = self.results.get(cell.control()) if cell else None
+        result = _result_of(report)
+        if control is None or result is None:
+            return False
+        from harness.report import blame_environment
+
+        return blame_environment([result, control])[0].blamed_on is not None
+
+    @pytest.hookimpl(trylast=True)  # after pytest's --lf plugin, which forgets a test that passed
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         cell = Cell.of_test(report.nodeid)
         if cell is None:
             return
-        for name, value in report.user_properties:
-            if name == RESULT_PROPERTY:
-                self.results[cell] = CellResult.from_json(value)
+        result = _result_of(report)
+        if result is not None:
+            self.results[cell] = result
         if report.failed and cell not in self.results:
             # No result came back: the pytest worker died (xdist reports it so), or the harness broke.
             text = str(report.longrepr or "")
@@ -290,21 +429,34 @@ class MatrixController:
                 message=("the pytest worker running this cell died: " if died else "harness error: ")
                 + (text.strip().splitlines() or [""])[-1][:300],
             )
+        if result is not None and result.outcome not in (Outcome.PASS, Outcome.SKIPPED):
+            # pytest's --lf reruns the tests that failed; a cell that did not pass is one to rerun, though its test passed.
+            last_failed = self.config.pluginmanager.get_plugin("lfplugin")
+            if last_failed is not None:
+                last_failed.lastfailed[report.nodeid] = True
+        if report.when == "teardown" and result is not None:
+            # Every tenth of the run, and at least every PROGRESS_EVERY_S seconds.
+            tenth = 10 * len(self.results) // max(1, len(self.collected))
+            if tenth > self._progress_tenth or time.time() - self._progress_said >= PROGRESS_EVERY_S:
+                self._progress_said, self._progress_tenth = time.time(), tenth
+                self._say(estimate.progress(self.results.values(), len(self.collected), time.time() - self.started))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.config.option.collectonly:  # nothing ran: the reports of the last real run stay as they are
             return
-        if not self.results and not self.collected and not _names_the_matrix(self.config):
-            return
         with signals_deferred() as received:
             self._write_reports(session)
-        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-        if received and terminal:
-            terminal.write_line(f"triton-compat-matrix: {', '.join(received)} arrived while the reports were written; they were finished first")
+        if received:
+            self._summary.append((f"{', '.join(received)} arrived while the reports were written; they were finished first", {}))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """What the run wrote, after pytest's own summary of the tests."""
+        for text, markup in self._summary:
+            self._say(text, **markup)
 
     def _write_reports(self, session: pytest.Session) -> None:
         # Read here, not from the workers: a -k selection, or every case broken, must not hide them.
-        problems = registry.load(case_specs(self.config)).problems
+        problems = loaded(self.config).problems
         if problems and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         from harness import fingerprint, report
@@ -335,23 +487,26 @@ class MatrixController:
         results.fingerprint["vec_isa"] = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))
         # CPU threads each runner's torch used (None: torch's default, one per core).
         results.fingerprint["runner_threads"] = runner_threads(results.fingerprint["workers"])
-        written = report.write(results, self.config.getoption("report_dir"))
+        report_dir = self.report_dir()
+        written = report.write(results, report_dir)
         baseline_notes = self._baseline(results)
-        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-        if terminal:
-            counts: dict[str, int] = {}
-            for c in results.cells:
-                key = "env" if c.blamed_on else c.outcome.value
-                counts[key] = counts.get(key, 0) + 1
-            summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
-            terminal.write_line(f"triton-compat-matrix: {len(results.cells)} cells ({summary}); wrote {', '.join(written)}")
-            if missing:
-                why = f" ({results.interrupted})" if results.interrupted else ""
-                terminal.write_line(f"triton-compat-matrix: INCOMPLETE{why}, {len(missing)} cells never reported", red=True)
-            for problem in problems:
-                terminal.write_line(f"triton-compat-matrix: LEFT OUT {problem}", red=True)
-            for note in baseline_notes:
-                terminal.write_line(f"triton-compat-matrix: {note}")
+        counts: dict[str, int] = {}
+        for c in results.cells:
+            key = "env" if c.blamed_on else c.outcome.value
+            counts[key] = counts.get(key, 0) + 1
+        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        say = self._summary.append
+        say((f"{len(results.cells)} cells ({summary}); wrote {', '.join(written)}", {}))
+        if report_dir != DEFAULT_REPORT_DIR and not self.config.getoption("report_dir"):
+            say((f"this run was part of the matrix, so it wrote to {report_dir}, leaving a whole run's reports in "
+                 f"{DEFAULT_REPORT_DIR} as they were (--report-dir chooses)", {}))
+        if missing:
+            why = f" ({results.interrupted})" if results.interrupted else ""
+            say((f"INCOMPLETE{why}, {len(missing)} cells never reported", {"red": True}))
+        for problem in problems:
+            say((f"LEFT OUT {problem}", {"red": True}))
+        for note in baseline_notes:
+            say((note, {}))
 
     def _why_stopped(self, session: pytest.Session) -> str | None:
         if self.stopped_by:

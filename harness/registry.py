@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness.case import Case
 
-BUILTIN = "cases"
+BUILTIN = "harness.cases"  # the built-in cases, installed inside the package (cases/ in the checkout)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from harness import report
-from harness.bench import matrix_command
+from harness.bench import forwarding_signals, matrix_command, start_matrix
 from harness.cell import Cell
 from harness.diff import COMPARED, describe, signature
 from harness.errors import ResultsError
@@ -124,8 +124,6 @@ def run(count: int, out_dir: str, pytest_args: list[str], concurrent: bool = Fal
         print("repeat: --runs must be at least 2", file=sys.stderr)
         return 2
     out_dir = os.path.abspath(out_dir)
-    if pytest_args[:1] == ["--"]:
-        pytest_args = pytest_args[1:]
     env_per_run: list[dict[str, str]] = [{} for _ in range(count)]
     if concurrent:
         import torch
@@ -143,15 +141,19 @@ def run(count: int, out_dir: str, pytest_args: list[str], concurrent: bool = Fal
         threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, cores // (count * workers)))
         env_per_run = [{"CUDA_VISIBLE_DEVICES": str(n), "OMP_NUM_THREADS": threads} for n in range(count)]
     os.makedirs(out_dir, exist_ok=True)
-    procs = []
-    try:
+    procs: list[subprocess.Popen[bytes]] = []
+    # Ctrl-C or SIGTERM reaches the runs going (they write their reports, marked incomplete), starts no more
+    # runs, and the cells the runs finished are compared.
+    with forwarding_signals(procs) as received:
         for n, env in enumerate(env_per_run, 1):
+            if received:
+                break
             command = matrix_command(pytest_args, os.path.join(out_dir, f"run-{n}"))
             pinned = f" ({', '.join(f'{k}={v}' for k, v in env.items())})" if env else ""
             print(f"run {n}: {' '.join(shlex.quote(c) for c in command)}{pinned}", flush=True)
             began = time.perf_counter()
             log = open(os.path.join(out_dir, f"run-{n}.log"), "w") if concurrent else None  # outputs would interleave
-            procs.append(subprocess.Popen(command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT if log else None))
+            procs.append(start_matrix(command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT if log else None))
             if log:
                 log.close()  # the run has its own copy of the descriptor
             if not concurrent:
@@ -159,14 +161,8 @@ def run(count: int, out_dir: str, pytest_args: list[str], concurrent: bool = Fal
         for n, proc in enumerate(procs, 1):
             if concurrent:
                 print(f"run {n}: pytest exit {proc.wait()} (log: run-{n}.log)", flush=True)
-    except KeyboardInterrupt:
-        # The runs got the signal too and write their reports, marked incomplete: compare what they ran.
-        print("repeat: interrupted; comparing the cells the runs finished", file=sys.stderr, flush=True)
-        for proc in procs:
-            try:
-                proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    if received:
+        print(f"repeat: {', '.join(received)}; comparing the cells the runs finished", file=sys.stderr, flush=True)
     command = "python -m harness repeat --runs {} {}{}".format(count, "--concurrent " if concurrent else "", " ".join(map(shlex.quote, pytest_args)))
     made = [path for n in range(1, count + 1) if os.path.exists(path := os.path.join(out_dir, f"run-{n}", "results.json"))]
     return compare_files(made, out_dir, command)

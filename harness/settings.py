@@ -18,7 +18,7 @@ class Settings:
     # a small failing input.
     shrink_examples: int = 20
     # Rows this run checks only on the cases with `limited_rows_tag` (a profile for the interpreter on a small
-    # machine: each cell of these rows costs a C++ build or a new Python process, about 10 s of CPU).
+    # machine: each cell of these rows costs a C++ build, an autotuning or a new Python process).
     limited_rows: tuple[str, ...] = ()
     limited_rows_tag: str | None = None
     workdir: str = "."
@@ -30,13 +30,26 @@ class Settings:
 # The matrix's profiles: derandomized, so the same versions see the same inputs on every run.
 PROFILES = {
     "matrix": dict(max_examples=20, derandomize=True),
-    # CI's run on the CPU interpreter: every cell, fewer and smaller inputs (the interpreter runs each
-    # program in numpy, so a batch of 4096 rows costs seconds), one dtype (an AOTInductor package is
-    # built per dtype, and its C++ build is most of a CPU run) and a smaller search for the smallest failure.
-    # The production rows that build C++ or start a process per cell run on the tutorial's cases only.
-    "ci": dict(max_examples=2, derandomize=True, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5,
-               limited_rows=("compile_cpp_wrapper", "aoti_fresh_nonstrict"), limited_rows_tag="tutorial"),
+    # The default without a CUDA device (a first run on a laptop, and CI), on Triton's CPU interpreter: every
+    # cell, fewer and smaller inputs (the interpreter runs each program in numpy, so a batch of 4096 rows
+    # costs seconds), one dtype (an AOTInductor package is built per dtype) and a smaller search for the
+    # smallest failure. The rows whose every cell builds C++ (AOTInductor, the C++ wrapper), autotunes
+    # (max-autotune) or starts a process run on the tutorial's cases only: on 2 cores they were two thirds
+    # of the run's time.
+    "quick": dict(max_examples=2, derandomize=True, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5,
+                  limited_rows=("aoti_strict", "aoti_nonstrict", "aoti_cpp_strict", "aoti_cpp_nonstrict", "aoti_fresh_nonstrict",
+                                "compile_cpp_wrapper", "compile_max_autotune"),
+                  limited_rows_tag="tutorial"),
     "thorough": dict(max_examples=200, derandomize=True),
     "explore": dict(max_examples=50, derandomize=False),
 }
-DEFAULT_PROFILE = "matrix"
+DEFAULT_PROFILE = "matrix"  # with a CUDA device
+INTERPRETER_PROFILE = "quick"  # without one
+
+# What each profile does, as the run's first lines say it.
+ABOUT = {
+    "matrix": "20 examples a cell, every dtype, every row on every case",
+    "quick": "2 small examples a cell, one dtype, the AOTInductor, C++ wrapper and max-autotune rows on the 3 tutorial cases only",
+    "thorough": "200 examples a cell, every dtype, every row on every case",
+    "explore": "50 random (not derandomized) examples a cell, every dtype, every row on every case",
+}

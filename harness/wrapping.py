@@ -81,6 +81,7 @@ def run_as_module(module_name: str, filename: str, source: str, **names: Any) ->
     never re-read from disk): inspect, Dynamo, Triton and torch's kernel discovery read it like any file."""
     module = types.ModuleType(module_name)
     module.__file__ = filename
+    module.__package__ = module_name.rpartition(".")[0]  # its relative imports resolve as in the file it stands for
     module.__dict__.update(names)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     sys.modules[module_name] = module

@@ -26,8 +26,8 @@ def run_matrix(tmp_path, selection, workers=2, extra=()):
     reports = tmp_path / "reports"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider",
-         f"--cases={PLANTED}", f"--report-dir={reports}", "--matrix-profile=ci", "--cell-timeout=120", "-k", selection,
-         *extra, "tests/test_matrix.py"],
+         f"--cases={PLANTED}", f"--report-dir={reports}", "--matrix-profile=quick", "--cell-timeout=120", "-k", selection,
+         *extra, "--matrix"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     results = json.loads((reports / "results.json").read_text()) if (reports / "results.json").exists() else None
@@ -97,7 +97,7 @@ def _start_matrix(tmp_path, selection, workers):
     env = {**os.environ, "TCM_PLANTED_HANGING": str(tmp_path / "hanging"), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-n", str(workers), "-v", "-p", "no:cacheprovider", f"--cases={tmp_path / 'planted_copy.py'}",
-         f"--report-dir={tmp_path / 'reports'}", "--matrix-profile=ci", "-k", selection, "tests/test_matrix.py"],
+         f"--report-dir={tmp_path / 'reports'}", "--matrix-profile=quick", "-k", selection, "--matrix"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         # Ctrl-C's default action, as a terminal's foreground job has it: a shell's background job (`cmd &`, as
         # a CI script may start this test run) inherits SIGINT ignored, and the run would rightly ignore it too.
@@ -119,7 +119,7 @@ def test_an_interrupted_run_leaves_the_old_reports_or_new_ones_marked_incomplete
     # Read what arrives, not lines: pytest ends a test's status line only when it starts the next one.
     threading.Thread(target=lambda: output.extend(iter(lambda: os.read(proc.stdout.fileno(), 65536).decode(errors="replace"), "")), daemon=True).start()
     deadline = time.monotonic() + 120
-    while not ((tmp_path / "hanging").exists() and all(f"PASSED tests/test_matrix.py::test_cell[{c}]" in "".join(output) for c in done)):
+    while not ((tmp_path / "hanging").exists() and all(f"PASSED harness/matrix.py::test_cell[{c}]" in "".join(output) for c in done)):
         assert proc.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the hanging cell began: " + "".join(output)[-2000:]
         time.sleep(0.5)
     {"ctrl-c": lambda: os.killpg(proc.pid, signal.SIGINT), "sigterm": lambda: proc.send_signal(signal.SIGTERM),
@@ -180,7 +180,7 @@ def _run_cases(tmp_path, cases, selection, workers=1):
     reports = tmp_path / "reports"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider", *(f"--cases={c}" for c in cases),
-         f"--report-dir={reports}", "--matrix-profile=ci", "-k", selection, "tests/test_matrix.py"],
+         f"--report-dir={reports}", "--matrix-profile=quick", "-k", selection, "--matrix"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     results = json.loads((reports / "results.json").read_text()) if (reports / "results.json").exists() else None
@@ -198,7 +198,7 @@ def test_a_users_own_module_runs_alone_or_beside_the_builtin_cases(tmp_path):
     assert results["problems"] == []
     assert "my_leaky_relu" in (reports / "SUPPORT.md").read_text()
 
-    proc, results, _ = _run_cases(tmp_path / "both", ["cases", "examples/my_kernels.py"], "(add-raw-eager and not scaled_add and not tma_add) or my_leaky_relu-raw-eager",
+    proc, results, _ = _run_cases(tmp_path / "both", ["harness.cases", "examples/my_kernels.py"], "(add-raw-eager and not scaled_add and not tma_add) or my_leaky_relu-raw-eager",
                                   workers=0)  # the run above has the module imported by an xdist worker
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert set(outcomes(results)) == {"add-raw-eager", "my_leaky_relu-raw-eager"}
@@ -235,7 +235,7 @@ def test_repeat_runs_the_matrix_n_times_and_finds_no_difference_in_deterministic
     selection = "test_cell[planted_ok-raw-eager] or test_cell[planted_wrong-raw-eager] or test_cell[planted_unwritten-raw-eager]"
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "repeat", "--runs", "2", "--out", str(tmp_path / "repeat"), "--",
-         "-n", "0", "-p", "no:cacheprovider", f"--cases={PLANTED}", "--matrix-profile=ci", "-k", selection, "tests/test_matrix.py"],
+         "-n", "0", "-p", "no:cacheprovider", f"--cases={PLANTED}", "--matrix-profile=quick", "-k", selection],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -243,3 +243,86 @@ def test_repeat_runs_the_matrix_n_times_and_finds_no_difference_in_deterministic
     for n in (1, 2):
         assert len(json.loads((tmp_path / "repeat" / f"run-{n}" / "results.json").read_text())["cells"]) == 3
     assert "**0 cells differ across the 2 runs**, 3 are the same in every run" in (tmp_path / "repeat" / "REPEAT.md").read_text()
+
+
+def test_outcomes_show_in_verbose_output_junit_xml_and_last_failed_and_a_selection_keeps_the_whole_runs_reports(tmp_path):
+    """A cell's test passes whatever its outcome, but pytest's tools see the outcome: -v prints it, junit XML
+    holds it as JSON, and --lf reruns the cells that did not pass. A run of part of the matrix, with no
+    --report-dir, writes to reports/partial and leaves reports/ (a whole run's chart) alone."""
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "results.json").write_text("a whole run's chart")
+    cells = ["planted_ok-raw-eager", "planted_wrong-raw-eager", "planted_raises_at_trace-raw-compile_fullgraph"]
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "pytest", "--matrix", "-n", "0", "-v", f"--cases={PLANTED}", "--matrix-profile=quick",
+                               "-o", f"cache_dir={tmp_path / 'cache'}", *extra], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+
+    proc = run("-k", " or ".join(f"test_cell[{c}]" for c in cells), f"--junitxml={tmp_path / 'junit.xml'}")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "::test_cell[planted_wrong-raw-eager] WRONG" in proc.stdout and "::test_cell[planted_ok-raw-eager] PASSED" in proc.stdout
+    assert "::test_cell[planted_raises_at_trace-raw-compile_fullgraph] FAIL" in proc.stdout
+    assert "1 passed" in proc.stdout and ", 1 fail, 1 wrong in " in proc.stdout
+    assert "triton-compat-matrix: 3 cells (of the " in proc.stdout and "profile quick: " in proc.stdout  # what it will do
+    assert "triton-compat-matrix: 3/3 cells in " in proc.stdout  # how far it got
+    assert (tmp_path / "reports" / "results.json").read_text() == "a whole run's chart"
+    assert len(json.loads((tmp_path / "reports" / "partial" / "results.json").read_text())["cells"]) == 3
+
+    import xml.etree.ElementTree as ET
+
+    properties = {case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+                  for case in ET.parse(tmp_path / "junit.xml").iter("testcase")}
+    wrong = properties["test_cell[planted_wrong-raw-eager]"]
+    assert (wrong["tcm_outcome"], wrong["tcm_stage"]) == ("wrong", "run") and wrong["tcm_message"]
+    assert json.loads(wrong["tcm_result"])["outcome"] == "wrong"
+    assert properties["test_cell[planted_raises_at_trace-raw-compile_fullgraph]"]["tcm_stage"] == "compile"
+
+    proc = run("--lf", f"--report-dir={tmp_path / 'rerun'}")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    rerun = {c["cell"] for c in json.loads((tmp_path / "rerun" / "results.json").read_text())["cells"]}
+    assert rerun == {"planted_wrong-raw-eager", "planted_raises_at_trace-raw-compile_fullgraph"}
+
+
+def test_without_matrix_the_installed_plugin_changes_no_other_pytest_run(tmp_path):
+    (tmp_path / "test_mine.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef cell():\n    return 1\n\ndef test_cell(cell):\n    assert cell == 1\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "test_mine.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "test_mine.py::test_cell PASSED" in proc.stdout, proc.stdout[-2000:]
+    assert "triton-compat-matrix:" not in proc.stdout and not (tmp_path / "reports").exists()
+    assert "triton-compat-matrix" in proc.stdout  # loaded, as the plugins line says
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--cases=x.py", "test_mine.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 4 and "--cases is an option of the matrix: add --matrix" in proc.stderr
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="signals processes by pid")
+def test_bench_passes_an_interrupt_to_its_matrix_run_and_reports_the_cells_that_ran(tmp_path):
+    shutil.copy(PLANTED, tmp_path / "planted_copy.py")
+    env = {**os.environ, "TCM_PLANTED_HANGING": str(tmp_path / "hanging"), "PYTHONUNBUFFERED": "1"}
+    # As `timeout -s INT` sends it: to bench alone. Its arguments are pytest's with no `--` before them.
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "bench", "--report-dir", str(tmp_path / "reports"), "-n", "2",
+                             f"--cases={tmp_path / 'planted_copy.py'}", "--matrix-profile=quick", "-k",
+                             "test_cell[planted_ok-raw-eager] or test_cell[planted_hang-raw-eager]"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 180
+    while not (tmp_path / "hanging").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:] if proc.poll() is not None else "stalled"
+        time.sleep(0.5)
+    time.sleep(3)  # the other cell finishes
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=180)
+    results = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert results["complete"] is False and "planted_hang-raw-eager" in results["missing"], out[-3000:]
+    assert results["interrupted"] == "interrupted (Ctrl-C)"
+    assert "INCOMPLETE: " in out and "wall time" in out, out[-3000:]
+
+
+def test_the_commands_that_run_pytest_pass_on_the_arguments_they_do_not_know_in_order():
+    from harness.bench import matrix_command
+
+    command = matrix_command(["-k", "aoti and strict", "--cases", "my.py", "-p", "no:randomly"], "out")
+    assert command[command.index("-q") + 1:] == ["-n", "auto", "-k", "aoti and strict", "--cases=my.py", "-p", "no:randomly"]
+    assert "--matrix" in command
+    from harness.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["diff", "a.json", "b.json", "-k", "x"])  # only run, bench and repeat pass arguments on

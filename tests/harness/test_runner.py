@@ -160,7 +160,7 @@ def test_subsystem_rows_say_how_a_raw_kernel_fails_them(run_planted):
 def test_a_profile_that_checks_fewer_dtypes_says_which_it_left_out(run_planted):
     every = run_planted("planted_two_outputs")
     assert every.outcome is Outcome.PASS and every.dtypes == ["float16", "float32"] and every.dtypes_skipped == {}
-    first = run_planted("planted_two_outputs", dtypes_per_cell=1)  # as CI's `ci` profile runs
+    first = run_planted("planted_two_outputs", dtypes_per_cell=1)  # as the `quick` profile runs
     assert first.outcome is Outcome.PASS and first.dtypes == ["float32"]
     assert first.dtypes_skipped == {"float16": "this run's profile checks 1 dtype(s) a cell"}
 

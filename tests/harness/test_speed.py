@@ -79,8 +79,8 @@ def test_cells_report_their_work_overhead_and_memory_and_a_cache_dir_is_reused(t
 
 
 def test_costliest_cells_are_scheduled_first(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", f"--report-dir={tmp_path}",
-                           "-k", "add-raw or add_autotuned-raw"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--matrix", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           f"--report-dir={tmp_path}", "-k", "add-raw or add_autotuned-raw"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert list(tmp_path.iterdir()) == []  # collecting runs nothing, so it must not overwrite the last run's reports
     order = [line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "test_cell[" in line]
     # Row by row among cells of one cost: the strict AOTInductor cells of both styles, then the non-strict.
@@ -113,7 +113,7 @@ def test_perf_times_passing_cells_and_the_reports_compare_them_with_eager(tmp_pa
         " or test_cell[planted_wrong-raw-eager]"
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--cases={PLANTED}",
-         f"--report-dir={reports}", "--matrix-profile=ci", "--perf", "-k", selection, "tests/test_matrix.py"],
+         f"--report-dir={reports}", "--matrix-profile=quick", "--perf", "-k", selection, "--matrix"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -163,8 +163,8 @@ def test_the_vector_isa_probe_runs_in_one_process_and_the_others_get_its_answers
 def test_a_matrix_run_records_the_vector_isa_probe_in_its_fingerprint(tmp_path):
     cells = ["add-control-aoti_strict"]  # an AOTInductor package is built for the CPU: the probe runs
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "1", "-q", "-p", "no:cacheprovider", f"--report-dir={tmp_path}",
-         "--matrix-profile=ci", "-k", " or ".join(f"test_cell[{c}]" for c in cells)],
+        [sys.executable, "-m", "pytest", "--matrix", "-n", "1", "-q", "-p", "no:cacheprovider", f"--report-dir={tmp_path}",
+         "--matrix-profile=quick", "-k", " or ".join(f"test_cell[{c}]" for c in cells)],
         cwd=ROOT, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -174,22 +174,19 @@ def test_a_matrix_run_records_the_vector_isa_probe_in_its_fingerprint(tmp_path):
     assert found is not None and found["checks"] > 0 and isinstance(found["isas"], list)
 
 
-@pytest.mark.parametrize("args, workers, worker, expected", [
-    (["tests/test_matrix.py"], None, False, True),  # the README's default run, without -n
-    (["tests"], None, False, True),
-    (["tests/test_matrix.py::test_cell[add-raw-eager]"], None, False, True),
-    (["tests/test_matrix.py"], 16, False, False),  # the xdist controller runs no cells
-    (["tests/test_matrix.py"], 16, True, True),  # its workers do
-    (["tests/harness"], None, False, False),  # the harness's own tests start no runner
+@pytest.mark.parametrize("workers, worker, collect_only, expected", [
+    (None, False, False, True),  # the matrix without -n
+    (0, False, False, True),
+    (16, False, False, False),  # the xdist controller runs no cells
+    (16, True, False, True),  # its workers do
+    (None, False, True, False),  # collecting runs nothing
 ])
-def test_the_runner_starts_with_pytest_only_where_matrix_cells_will_run(args, workers, worker, expected):
-    from pathlib import Path
+def test_the_runner_starts_with_pytest_only_where_matrix_cells_will_run(workers, worker, collect_only, expected):
     from types import SimpleNamespace
 
     from harness.plugin import _runs_cells_here
 
-    config = SimpleNamespace(rootpath=Path(ROOT), invocation_params=SimpleNamespace(dir=Path(ROOT)), args=args,
-                             option=SimpleNamespace(collectonly=False, numprocesses=workers))
+    config = SimpleNamespace(option=SimpleNamespace(collectonly=collect_only, numprocesses=workers))
     if worker:
         config.workerinput = {}
     assert _runs_cells_here(config) is expected

@@ -1,5 +1,6 @@
 """The harness's pure parts: ids, case validation, comparison, results files, blame and the chart."""
 
+import dataclasses
 import json
 import math
 import os
@@ -312,7 +313,7 @@ def test_a_long_command_is_shortened_in_the_markdown_and_kept_whole_in_results(t
     from harness.results import load
 
     results = load(os.path.join(os.path.dirname(__file__), "data", "results-v1.json"))
-    results.fingerprint["command"] = "pytest " + " ".join(f"--deselect=tests/test_matrix.py::test_cell[c{n}]" for n in range(500))
+    results.fingerprint["command"] = "pytest " + " ".join(f"--deselect=harness/matrix.py::test_cell[c{n}]" for n in range(500))
     report.write(results, str(tmp_path))
     support = (tmp_path / "SUPPORT.md").read_text()
     assert f"({len(results.fingerprint['command'])} characters in all, in results.json)" in support
@@ -356,8 +357,13 @@ def test_a_cell_names_its_control_its_speed_baseline_and_its_test():
     assert Cell.parse("add-custom_op-train_compile_default").speed_baseline() == Cell("add", Wrapping.RAW_AUTOGRAD, Path.TRAIN_EAGER)
     assert cell.package_key("float16") == Cell.parse("add-triton_op-aoti_strict").package_key("float16") == "add-triton_op-float16"
     assert Cell.parse("add-triton_op-export_strict").package_key("float16") is None
-    assert Cell.of_test("tests/test_matrix.py::test_cell[add_autotuned-raw-eager]") == Cell("add_autotuned", Wrapping.RAW, Path.EAGER)
+    # The matrix's node id: its module under pytest's rootdir, or the test alone where the package lies outside it.
+    assert Cell.of_test("harness/matrix.py::test_cell[add_autotuned-raw-eager]") == Cell("add_autotuned", Wrapping.RAW, Path.EAGER)
+    assert Cell.of_test(".venv/lib/python3.12/site-packages/harness/matrix.py::test_cell[add-raw-eager]") == Cell("add", Wrapping.RAW, Path.EAGER)
+    assert Cell.of_test("::test_cell[add-raw-eager]") == Cell("add", Wrapping.RAW, Path.EAGER)
     assert Cell.of_test("tests/harness/test_units.py::test_cell_ids_round_trip") is None
+    assert Cell.of_test("tests/my_matrix.py::test_cell[add-raw-eager]") is None
+    assert Cell.of_test("tests/matrix.py::test_cell[not a cell]") is None  # a test of the same name elsewhere
 
 
 def test_reports_diffs_and_repeat_comparisons_leave_the_results_they_are_given_unchanged(tmp_path):
@@ -551,3 +557,31 @@ def test_a_kernel_edit_adds_one_statement_on_the_first_body_line_and_moves_no_ot
     assert lines[7] == f"    {marker('twice_kernel')} = 2; offsets = tl.arange(0, BLOCK)"
     assert [line for n, line in enumerate(lines) if n != 7] == [line for n, line in enumerate(before) if n != 7]
     compile(edited["text"], "edited", "exec")  # still Python
+
+
+def test_the_run_time_estimates_are_the_committed_runs_measurements():
+    from harness import estimate
+    from harness.results import load as load_results
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    measured = {("gpu", "matrix"): "reports/gpu/results.json", ("interpreter", "quick"): "reports/cpu/results.json",
+                ("interpreter", "matrix"): "reports/cpu/full-profile-sample/results.json"}
+    for key, path in measured.items():
+        assert estimate.MEASURED[key] == estimate.row_seconds(load_results(os.path.join(root, path))), (
+            f"harness/estimate.py's {key} is stale: paste estimate.row_seconds(load({path!r})) into MEASURED")
+
+
+def test_the_first_lines_of_a_run_say_what_it_will_do_and_how_long_the_full_profile_takes():
+    from harness import estimate, registry
+    from harness.cell import all_cells
+
+    cases = registry.load().cases
+    plan = estimate.Plan(cells=all_cells(list(cases)), all_cells=len(all_cells(list(cases))), cases=cases, specs=["harness.cases"],
+                         profile="quick", gpu=None, workers=2, report_dir="reports")
+    text = estimate.announce(plan)
+    assert text.startswith(f"{len(plan.cells)} cells: {len(cases)} cases from harness.cases x 5 wrapping styles x {len(Path)} rows, "
+                           "on the CPU through Triton's interpreter")
+    quick, full = estimate.expected_seconds(plan), estimate.expected_seconds(plan, "matrix")
+    assert 60 < quick < 600 < full  # a first run in minutes; the full profile on the interpreter far longer
+    assert f"expect about {quick / 60:.0f} min" in text and f"takes about {full / 60:.0f} min here" in text
+    assert estimate.expected_seconds(dataclasses.replace(plan, gpu="H200"), "thorough") is None  # never measured: no guess
