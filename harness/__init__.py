@@ -2,6 +2,9 @@
 
 The case API (`Case`, `Backward`, ...) needs torch and is imported on first use, so the modules that only
 read results (results, report, diff, repeat) work where torch is not installed.
+
+PYTEST_DONT_REWRITE: pytest rewrites the asserts of a plugin's package, and warns that it cannot when, as
+under `triton-compat-matrix run`, the package was imported first; the harness asserts nothing for pytest.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 
@@ -15,11 +16,16 @@ def test_the_wheel_in_a_fresh_venv_runs_the_matrix_on_a_users_module_from_a_fold
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = wheels.glob("triton_compat_matrix-*.whl")
-    # torch, triton and pytest come from this environment (the venv sees its packages); the package itself
-    # only from the wheel, with no index to fall back on.
+    # torch, triton and pytest come from this environment: its site-packages are on the venv's path (a .pth
+    # file, which works where this Python is itself a venv; their own .pth files, such as an editable
+    # install's, are not run). The package itself comes only from the wheel, with no index to fall back on.
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
+    venv_site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(venv_site, "_base.pth"), "w") as f:
+        f.write("\n".join(site.getsitepackages()) + "\n")
     installed = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
                                capture_output=True, text=True, timeout=600)
     assert installed.returncode == 0, installed.stderr[-3000:]
