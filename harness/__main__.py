@@ -136,10 +136,9 @@ def _diff(old_path: str, new_path: str, out: str | None) -> int:
 def _run(pytest_args: list[str]) -> int:
     import pytest
 
-    from harness.bench import matrix_plugin_args
-    from harness.plugin import with_values_joined
+    from harness.bench import matrix_args
 
-    return int(pytest.main([*matrix_plugin_args(), "--matrix", *with_values_joined(pytest_args)]))
+    return int(pytest.main(matrix_args(pytest_args)))
 
 
 def _cases(specs: list[str] | None) -> int:

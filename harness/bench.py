@@ -150,15 +150,19 @@ def matrix_plugin_args() -> list[str]:
     return [] if installed else ["-p", "harness.plugin"]
 
 
-def matrix_command(pytest_args: list[str], report_dir: str) -> list[str]:
-    """The matrix as a user runs it (`pytest -n auto` unless the arguments choose -n), reports to report_dir."""
+def matrix_args(pytest_args: list[str]) -> list[str]:
+    """pytest's arguments for a run of the matrix: the plugin where it is not installed, --matrix, and the
+    given arguments with each matrix option's value joined to it (`--cases=X`)."""
     from harness.plugin import with_values_joined
 
+    return [*matrix_plugin_args(), "--matrix", *with_values_joined(pytest_args)]
+
+
+def matrix_command(pytest_args: list[str], report_dir: str) -> list[str]:
+    """The matrix as a user runs it (`pytest -n auto` unless the arguments choose -n), reports to report_dir."""
     if not any(a.startswith(("-n", "--numprocesses")) for a in pytest_args):
         pytest_args = ["-n", "auto", *pytest_args]
-    pytest_args = with_values_joined(pytest_args)
-    return [sys.executable, "-m", "pytest", *matrix_plugin_args(), "--matrix", f"--report-dir={os.path.abspath(report_dir)}", "-q",
-            *pytest_args]
+    return [sys.executable, "-m", "pytest", f"--report-dir={os.path.abspath(report_dir)}", "-q", *matrix_args(pytest_args)]
 
 
 def _die_with_parent() -> None:
@@ -206,7 +210,7 @@ def main(pytest_args: list[str], out: str | None = None, report_dir: str | None 
     """Run the matrix as a user does and print its figures; exit as pytest did (2: no results)."""
     report_dir = os.path.abspath(report_dir or tempfile.mkdtemp(prefix="tcm-bench-"))
     command = matrix_command(pytest_args, report_dir)
-    pytest_args = command[command.index("-q") + 1:]
+    pytest_args = command[command.index("--matrix") + 1:]
     print(f"running: {' '.join(shlex.quote(c) for c in command)}", flush=True)
     start = time.perf_counter()
     runs = [start_matrix(command)]

@@ -10,7 +10,7 @@ import pytest
 
 from harness.cell import all_cells
 from harness.outcome import Outcome
-from harness.plugin import MatrixWorker, case_specs
+from harness.plugin import MatrixWorker
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -19,8 +19,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         raise pytest.UsageError(f"{__file__} is the matrix's test module: run it with `pytest --matrix` or `triton-compat-matrix run`")
     cells = all_cells(list(worker.cases))
     metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
-    if cells:
-        worker.runner.prepare()  # the runner imports torch and starts CUDA while the rest is collected
 
 
 def test_cell(cell, request):
