@@ -441,6 +441,10 @@ class MatrixController:
                 self._progress_said, self._progress_tenth = time.time(), tenth
                 self._say(estimate.progress(self.results.values(), len(self.collected), time.time() - self.started))
 
+    # Before xdist's own sessionfinish, which shuts its workers down (seconds to minutes while they close their
+    # runners): every result is in by then, and a time limit that strikes during that shutdown must find the
+    # reports written.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.config.option.collectonly:  # nothing ran: the reports of the last real run stay as they are
             return
