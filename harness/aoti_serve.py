@@ -1,11 +1,14 @@
-"""Serve one AOTInductor package from a new Python process, as a serving process loads a model: it imports
+"""Serve AOTInductor packages from a new Python process, as a serving process loads its models: it imports
 torch and nothing of the harness or the case (run as a script by path, not as part of the package), so an
-operator the package calls back into must be registered by the package itself, or the call fails here.
+operator a package calls back into must be registered by the package itself, or the call fails here.
 
-    python aoti_serve.py PACKAGE DEVICE
+    python aoti_serve.py DEVICE
 
-Speaks the C++ runner's protocol (harness.cpp_runtime.PackageProcess): "loaded" once, then for each line
-"INPUTS.pt OUTPUTS.pt" on stdin runs the package and answers "ok" or "error MESSAGE" (newlines as \\n).
+Answers "ready" once torch is imported. Then, a line at a time (harness.cpp_runtime.PackageProcess):
+"load N PACKAGE" loads a package as model N and answers "loaded"; "N INPUTS.pt OUTPUTS.pt" runs model N and
+answers "ok"; either answers "error MESSAGE" (newlines as \\n) instead. One process serves every package of
+a cell (one per dtype): each is loaded by a process that never imported the case, as before, without paying
+for a new process and torch's import per package.
 """
 
 import sys
@@ -17,18 +20,22 @@ def _error(exc: BaseException) -> str:
     return "error " + f"{type(exc).__name__}: {exc}"[:2000].replace("\n", "\\n")
 
 
-def main(package: str, device: str) -> int:
-    try:
-        model = torch._inductor.aoti_load_package(package)
-    except Exception as exc:  # noqa: BLE001 - whatever loading raises is the answer
-        print(_error(exc), flush=True)
-        return 0
-    print("loaded", flush=True)
+def main(device: str) -> int:
+    models = {}
+    print("ready", flush=True)
     for line in sys.stdin:
-        sent, received = line.split()
+        if line.startswith("load "):
+            _, index, package = line.rstrip("\n").split(" ", 2)
+            try:
+                models[index] = torch._inductor.aoti_load_package(package)
+                print("loaded", flush=True)
+            except Exception as exc:  # noqa: BLE001 - whatever loading raises is the answer
+                print(_error(exc), flush=True)
+            continue
+        index, sent, received = line.split()
         try:
             inputs = [t.to(device) for t in torch.load(sent, weights_only=False)]
-            out = model(*inputs)
+            out = models[index](*inputs)
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
             outputs = list(out) if isinstance(out, (list, tuple)) else [out]
@@ -40,4 +47,4 @@ def main(package: str, device: str) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1], sys.argv[2]))
+    raise SystemExit(main(sys.argv[1]))

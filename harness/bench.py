@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from harness.outcome import Memory, Outcome
+from harness.outcome import WAITED_FOR_PACKAGE, Memory, Outcome, Stage
 from harness.results import Results, load
 
 
@@ -50,6 +50,21 @@ class Figures:
     process_starts: int
     process_start_median_s: float | None
     per_worker: list[WorkerFigures] = field(default_factory=list)
+    cpu_s: float = 0.0  # the cells' CPU seconds (Timings.cpu)
+    machine_busy: float | None = None  # the share of all cores' time the machine was busy during the run (Linux)
+    cores: int | None = None
+    by_row: list[RowFigures] = field(default_factory=list)
+
+
+@dataclass
+class RowFigures:
+    """Where one row's work went: its cells' work and CPU seconds, and the seconds in each stage."""
+
+    row: str
+    cells: int
+    work_s: float
+    cpu_s: float
+    stages: dict[str, float]
 
 
 def _mb(memory: Memory, key: str) -> float | None:
@@ -89,6 +104,12 @@ def figures(results: Results, wall_s: float) -> Figures:
             gpu_allocated_last_mb=allocated[-1] if allocated else None,
             gpu_growth_max_step_mb=max(steps) if steps else (0.0 if allocated else None),
         ))
+    rows: dict[str, RowFigures] = {}
+    for c in cells:
+        row = rows.setdefault(c.cell.path.value, RowFigures(c.cell.path.value, 0, 0.0, 0.0, {}))
+        row.cells, row.work_s, row.cpu_s = row.cells + 1, row.work_s + c.timings.work, row.cpu_s + c.timings.cpu
+        for stage, seconds in c.timings.stages.items():
+            row.stages[stage] = row.stages.get(stage, 0.0) + seconds
     return Figures(
         cells=len(cells),
         workers=workers,
@@ -104,6 +125,8 @@ def figures(results: Results, wall_s: float) -> Figures:
         process_starts=len(starts),
         process_start_median_s=statistics.median(starts) if starts else None,
         per_worker=per_worker,
+        cpu_s=sum(c.timings.cpu for c in cells),
+        by_row=sorted(rows.values(), key=lambda r: -r.work_s),
     )
 
 
@@ -129,6 +152,24 @@ def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
         f"overhead per cell, median    {f.overhead_median_s:.3f} s",
         f"overhead per cell, worst     {f.overhead_worst_s:.2f} s ({f.overhead_worst_cell})",
         f"runner processes started     {f.process_starts}, median {_fmt(f.process_start_median_s, 1)} s each",
+        f"the cells' CPU time          {f.cpu_s:.1f} s (their runner processes and the processes those waited for)",
+    ]
+    if f.machine_busy is not None:
+        lines.append(f"machine busy                 {f.machine_busy:.2f} of {f.cores} cores' time during the run (/proc/stat)")
+    lines += [
+        "",
+        "Where the work went, by row (seconds summed over the row's cells; stages as the cells entered them, every dtype's):",
+        "",
+    ]
+    stages = [stage for stage in _STAGE_COLUMNS if any(r.stages.get(stage) for r in f.by_row)]
+    lines += [
+        "| row | cells | work | CPU | " + " | ".join(stages) + " |",
+        "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in stages) + " |",
+    ]
+    for r in f.by_row:
+        lines.append(f"| {r.row} | {r.cells} | {r.work_s:.0f} | {r.cpu_s:.0f} | "
+                     + " | ".join(f"{r.stages.get(stage, 0.0):.0f}" for stage in stages) + " |")
+    lines += [
         "",
         "| worker | cells | peak host MB | peak GPU MB | GPU allocated after first cell MB | after last cell MB | largest rise between cells MB |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -139,6 +180,24 @@ def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
             f"| {_fmt(w.gpu_allocated_last_mb, 1)} | {_fmt(w.gpu_growth_max_step_mb, 1)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+# The stages in the table of where the work went, in the order a cell meets them.
+_STAGE_COLUMNS = [*(stage.value for stage in Stage), WAITED_FOR_PACKAGE]
+
+
+def busy_cores() -> tuple[float, float, int] | None:
+    """The machine's busy and total CPU time so far, in seconds summed over cores, and its core count, from
+    /proc/stat (Linux); None elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            fields_ = [float(v) for v in f.readline().split()[1:]]
+        cores = sum(1 for line in open("/proc/stat") if line.startswith("cpu") and line[3].isdigit())
+    except (OSError, ValueError, IndexError):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    idle = fields_[3] + (fields_[4] if len(fields_) > 4 else 0.0)  # idle and iowait
+    return (sum(fields_[:8]) - idle) / ticks, sum(fields_[:8]) / ticks, cores
 
 
 def matrix_plugin_args() -> list[str]:
@@ -212,17 +271,21 @@ def main(pytest_args: list[str], out: str | None = None, report_dir: str | None 
     command = matrix_command(pytest_args, report_dir)
     pytest_args = command[command.index("--matrix") + 1:]
     print(f"running: {' '.join(shlex.quote(c) for c in command)}", flush=True)
-    start = time.perf_counter()
+    start, busy_before = time.perf_counter(), busy_cores()
     runs = [start_matrix(command)]
     with forwarding_signals(runs) as received:
         returncode = runs[0].wait()
-    wall = time.perf_counter() - start
+    wall, busy_after = time.perf_counter() - start, busy_cores()
     path = os.path.join(report_dir, "results.json")
     if not os.path.exists(path):
         print(f"bench: the matrix wrote no {path} (pytest exit {returncode})", file=sys.stderr)
         return 2
     results = load(path)
-    text = render(figures(results, wall), results.fingerprint, "python -m harness bench " + " ".join(map(shlex.quote, pytest_args)))
+    measured = figures(results, wall)
+    if busy_before and busy_after:
+        measured.cores = busy_after[2]
+        measured.machine_busy = (busy_after[0] - busy_before[0]) / max(busy_after[1] - busy_before[1], 1e-9) * busy_after[2]
+    text = render(measured, results.fingerprint, "python -m harness bench " + " ".join(map(shlex.quote, pytest_args)))
     if not results.complete:
         text += (f"\nINCOMPLETE: {len(results.missing)} cells never reported ({results.interrupted or ', '.join(received) or 'stopped'}); "
                  "the figures cover the cells that ran\n")

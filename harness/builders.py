@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from typing import Any, Callable, ContextManager, Mapping
 
 import torch
@@ -21,7 +22,7 @@ from filelock import FileLock
 
 from harness import cpp_runtime
 from harness.observer import GraphObserver
-from harness.outcome import Stage
+from harness.outcome import WAITED_FOR_PACKAGE, Stage
 from harness.rows import Kind, Path
 
 Artifact = Callable[..., Any]
@@ -57,6 +58,9 @@ class Build:
     stage: Callable[[Stage], ContextManager[None]]  # enter a stage: announced, its failures attributed to it
     call: Callable[[Artifact, tuple[Any, ...]], Any]  # run an artifact once, as the checks do
     edit: Edit | None = None  # what the warm-cache row edits and rebuilds in its new process
+    spent: Callable[[str, float], None] = lambda part, seconds: None  # seconds of the cell's work outside any stage (waiting)
+    # What the cell's builds share, one dict a cell: the process that serves its packages, one per dtype.
+    session: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,7 +150,7 @@ def _package(build: Build) -> str:
 
     if build.shared is None:
         return make()
-    return _shared_package(make, build.shared, f"{build.shared.key}-{program_digest(exported)}", build.observer)
+    return _shared_package(make, build.shared, f"{build.shared.key}-{program_digest(exported)}", build.observer, build.spent)
 
 
 def program_digest(exported: torch.export.ExportedProgram) -> str:
@@ -213,13 +217,17 @@ SERVE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aoti_se
 
 def aoti_fresh(build: Build) -> Artifact:
     """The package loaded and run by a new Python process that imports torch and nothing else (no case, no
-    harness): what a serving process that loads the .pt2 has."""
+    harness): what a serving process that loads the .pt2 has. The cell's packages (one per dtype) are loaded
+    by one such process, started at its first package, and again only if it died."""
     package = _package(build)
     with build.stage(Stage.AOT_LOAD):
-        device = next(str(x.device) for x in build.inputs if isinstance(x, torch.Tensor))
-        isolated = ["-P"] if sys.version_info >= (3, 11) else []  # the script's folder (harness/) stays off sys.path
-        return cpp_runtime.PackageProcess([sys.executable, *isolated, SERVE_SCRIPT, package, device], device, build.workdir,
-                                          who="the fresh Python process")
+        server = build.session.get("fresh-process")
+        if server is None or not server.alive():
+            device = next(str(x.device) for x in build.inputs if isinstance(x, torch.Tensor))
+            isolated = ["-P"] if sys.version_info >= (3, 11) else []  # the script's folder (harness/) stays off sys.path
+            server = build.session["fresh-process"] = cpp_runtime.PackageProcess(
+                [sys.executable, *isolated, SERVE_SCRIPT, device], device, build.workdir, who="the fresh Python process", ready="ready")
+        return server.load(package)
 
 
 def warm_cache(build: Build) -> Artifact:
@@ -235,7 +243,7 @@ def warm_cache(build: Build) -> Artifact:
             build.call(artifact, build.inputs)
     assert build.edit is not None
     with build.stage(Stage.WRAP):
-        return EditedInNewProcess(build.edit.case, build.edit.wrapping, options, build.workdir)
+        return EditedInNewProcess(build.edit.case, build.edit.wrapping, options, build.workdir, build.session)
 
 
 BUILDERS: dict[Kind, Callable[[Build], Artifact]] = {
@@ -278,12 +286,15 @@ def _kernel_identity(kernel: Any) -> list[str]:
     return parts
 
 
-def _shared_package(make: Callable[[], str], shared: Shared, key: str, observer: GraphObserver) -> str:
+def _shared_package(make: Callable[[], str], shared: Shared, key: str, observer: GraphObserver,
+                    spent: Callable[[str, float], None]) -> str:
     """The first cell of a program builds the package while the others wait; they take it, with the
     operators its graphs held. A failed build is not shared: each cell meets its own failure."""
     os.makedirs(shared.packages, exist_ok=True)
     package, targets = (os.path.join(shared.packages, key + ext) for ext in (".pt2", ".targets.json"))
+    asked = time.perf_counter()
     with FileLock(os.path.join(shared.packages, key + ".lock")):
+        spent(WAITED_FOR_PACKAGE, time.perf_counter() - asked)
         if not os.path.exists(package):
             built = make()
             with open(targets, "w") as f:

@@ -110,25 +110,51 @@ def _build(root: str, compiler: str) -> None:
 
 class PackageProcess:
     """A package loaded in a process of its own (the C++ runner here, or a fresh Python process: see
-    harness.aoti_serve), which answers "loaded", then "ok" or "error MESSAGE" for each call; calling it sends
-    the tensors there.
+    harness.aoti_serve), which answers `ready` ("loaded"), then "ok" or "error MESSAGE" for each call; calling
+    it sends the tensors there. A process that serves several packages (`ready` is "ready") loads each with
+    `load`, and each call names the package it runs.
 
     Like `aoti_load_package`'s model, it takes the flattened tensor inputs (non-tensor inputs were traced
     as constants) and returns the flat outputs. In-place writes made by the package are copied back into
     the caller's tensors, so mutation is checked as on every other path.
     """
 
-    def __init__(self, command: list[str], device: str, workdir: str, who: str = "the C++ runner"):
+    def __init__(self, command: list[str], device: str, workdir: str, who: str = "the C++ runner", ready: str = "loaded"):
         self.device, self.who = device, who
         self.dir = tempfile.mkdtemp(prefix="aoti-process-", dir=workdir)
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "w+")
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True, start_new_session=True)
-        self._finalizer = weakref.finalize(self, _stop, self.proc, self.stderr)
+        self._finalizer = weakref.finalize(self, stop_process, self.proc, self.stderr)
         answer = self._answer()
-        if answer != "loaded":
+        if answer != ready:
             raise RuntimeFailure(_message(answer) or f"{who} printed nothing")
         self.calls = 0
+        self.packages: list[str] = []
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """Stop the process now (else when this object is collected)."""
+        self._finalizer()
+
+    def load(self, package: str) -> ServedPackage:
+        """Load one more package into a process that serves several; RuntimeFailure where it does not load."""
+        self.packages.append(package)
+        self._send(f"load {len(self.packages) - 1} {package}")
+        answer = self._answer()
+        if answer != "loaded":
+            raise RuntimeFailure(_message(answer))
+        return ServedPackage(self, len(self.packages) - 1)
+
+    def _send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: _answer says how
 
     def _answer(self) -> str:
         assert self.proc.stdout is not None
@@ -142,16 +168,15 @@ class PackageProcess:
         raise RuntimeFailure(f"{self.who} died ({died})" + (f": {tail[0][:300]}" if tail else ""))
 
     def __call__(self, *inputs: Any) -> list[torch.Tensor | None] | None:
+        return self.call("", inputs)
+
+    def call(self, prefix: str, inputs: tuple[Any, ...]) -> list[torch.Tensor | None] | None:
+        """Run the package (the one `prefix` names, in a process that serves several) on the inputs."""
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
         self.calls += 1
         sent, received = (os.path.join(self.dir, f"{self.calls}.{part}.pt") for part in ("in", "out"))
         torch.save([t.detach().cpu() for t in tensors], sent)
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(f"{sent} {received}\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # it died: _answer says how
+        self._send(f"{prefix}{sent} {received}")
         answer = self._answer()
         if answer != "ok":
             raise RuntimeFailure(_message(answer))
@@ -164,13 +189,27 @@ class PackageProcess:
         return [None if out is None else out.to(self.device) for out in outputs]
 
 
+class ServedPackage:
+    """One of the packages a serving process loaded: calling it runs that package there."""
+
+    def __init__(self, process: PackageProcess, index: int):
+        self.process, self.index = process, index
+
+    def __call__(self, *inputs: Any) -> list[torch.Tensor | None] | None:
+        return self.process.call(f"{self.index} ", inputs)
+
+
 def _message(answer: str) -> str:
     return answer.removeprefix("error ").replace("\\n", "\n")  # the runner sends newlines as \n
 
 
-def _stop(proc: subprocess.Popen, stderr: Any) -> None:
+def stop_process(proc: subprocess.Popen, stderr: Any, kill: bool = False) -> None:
+    """End a process the harness serves requests through: closing its stdin ends its loop; one that does not
+    end in 10 s, or is to be killed, is killed. Its stderr file is closed."""
     if proc.poll() is None:
         try:
+            if kill:
+                raise OSError("kill")
             proc.stdin.close()  # type: ignore[union-attr]
             proc.wait(timeout=10)
         except (OSError, subprocess.TimeoutExpired):

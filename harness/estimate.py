@@ -70,30 +70,41 @@ class Plan:
     gpu: str | None  # the CUDA device's name, or None: Triton's CPU interpreter
     workers: int
     report_dir: str
+    shard: Any = None  # harness.shard.Shard: this runner's part of the cells, or None
 
     @property
     def mode(self) -> str:
         return "gpu" if self.gpu else "interpreter"
 
 
-def expected_seconds(plan: Plan, profile: str | None = None) -> float | None:
-    """About how long the plan's cells take under `profile` (default: the plan's) on its workers; None when
-    no run of that profile on this kind of device was measured."""
-    profile = profile or plan.profile
-    seconds = MEASURED.get((plan.mode, profile))
+def cell_seconds(cell: Any, mode: str, profile: str, cases: dict[str, Any]) -> float | None:
+    """About how long one cell works under `profile` on this kind of device (mode "gpu" or "interpreter"):
+    its row's measured mean, or the mean of every row where its row was never measured; None when no run of
+    that profile on that device was measured."""
+    seconds = MEASURED.get((mode, profile))
     if not seconds:
         return None
     settings = PROFILES[profile]
-    limited, tag = settings.get("limited_rows", ()), settings.get("limited_rows_tag")
-    fallback = sum(seconds.values()) / len(seconds)
-    each = []
-    for cell in plan.cells:
-        case = plan.cases.get(cell.case)
-        left_out = cell.path.value in limited and case is not None and tag not in case.tags
-        each.append(SKIPPED_CELL_S if left_out else seconds.get(cell.path.value, fallback))
-    parallel = max(1, min(plan.workers, os.cpu_count() or 1))
+    case = cases.get(cell.case)
+    if cell.path.value in settings.get("limited_rows", ()) and case is not None and settings.get("limited_rows_tag") not in case.tags:
+        return SKIPPED_CELL_S
+    return seconds.get(cell.path.value, sum(seconds.values()) / len(seconds))
+
+
+def expected_seconds(plan: Plan, profile: str | None = None) -> float | None:
+    """About how long the plan's cells take under `profile` (default: the plan's) on its workers; None when
+    no run of that profile on this kind of device was measured."""
+    each = [cell_seconds(cell, plan.mode, profile or plan.profile, plan.cases) for cell in plan.cells]
+    if None in each:
+        return None
+    return run_seconds(each, plan.workers, plan.mode)  # type: ignore[arg-type]
+
+
+def run_seconds(cells: list[float], workers: int, mode: str) -> float:
+    """A run's wall time from its cells' seconds, shared among its workers (at most one per core)."""
+    parallel = max(1, min(workers, os.cpu_count() or 1))
     # No run ends before its longest cell (a fresh-process AOTInductor cell: two minutes on a GPU).
-    return START_S[plan.mode] + max(sum(each) / parallel, max(each, default=0.0))
+    return START_S[mode] + max(sum(cells) / parallel, max(cells, default=0.0))
 
 
 def _count(n: int, what: str) -> str:
@@ -108,6 +119,8 @@ def announce(plan: Plan) -> str:
     """The run's first lines: what it will run, how, where the reports go, and how long it should take."""
     where = f"on {plan.gpu}" if plan.gpu else "on the CPU through Triton's interpreter (no CUDA device)"
     part = "" if len(plan.cells) == plan.all_cells else f" (of the {plan.all_cells} its cases make)"
+    if plan.shard is not None:
+        part = f" (shard {plan.shard}: this runner's part of the {plan.all_cells} its cases make)"
     rows, styles = len({c.path for c in plan.cells}), len({c.wrapping for c in plan.cells})
     lines = [f"{len(plan.cells)} cells{part}: {_count(len(plan.cases), 'case')} from {', '.join(plan.specs)} x "
              f"{_count(styles, 'wrapping style')} x {_count(rows, 'row')}, {where}, {_count(plan.workers, 'worker')}; "

@@ -152,13 +152,14 @@ class Execution:
         self.training = cell.path.spec.kind is Kind.TRAIN
         self.observer = GraphObserver()
         self.artifacts: dict[tuple[torch.dtype, frozenset[str]], Callable[..., Any] | None] = {}
+        self.session: dict[str, Any] = {}  # what the cell's builds share (harness.builders.Build.session)
         self.program: Callable[..., Any] = case.reference
         self.reference: Callable[..., Any] = case.reference
 
     # -- the cell ------------------------------------------------------------------------------
 
     def run(self) -> CellResult:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), _cpu_seconds()
         try:
             reason = self._select_dtypes()
             if reason:
@@ -166,8 +167,26 @@ class Execution:
             else:
                 self._execute()
         finally:
+            self._close_processes()
             self.result.timings.work = time.perf_counter() - began
+            self.result.timings.cpu = _cpu_seconds() - cpu
         return self.result
+
+    def _close_processes(self) -> None:
+        """The processes the cell started (a package's C++ runner or serving process, the warm-cache row's new
+        process) end with the cell: their CPU time counts in the cell's, and none outlives it."""
+        for held in [*self.session.values(), *self.artifacts.values()]:
+            close = getattr(held, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - a process that will not stop is killed by its finalizer later
+                    pass
+
+    def spent(self, part: str, seconds: float) -> None:
+        """Seconds of the cell's work in a stage, or waiting (Timings.stages)."""
+        stages = self.result.timings.stages
+        stages[part] = stages.get(part, 0.0) + seconds
 
     def _select_dtypes(self) -> str | None:
         """Narrow the case to the dtypes this run tests; return why the cell does not run, if it does not."""
@@ -274,12 +293,15 @@ class Execution:
     def stage(self, stage: Stage) -> Iterator[None]:
         """Announce a stage; whatever foreign exception is raised inside is a failure at it."""
         self.announce(stage)
+        entered = time.perf_counter()
         try:
             yield
         except _DECIDED:
             raise
         except Exception as exc:
             raise _failure(stage, exc) from exc
+        finally:
+            self.spent(stage.value, time.perf_counter() - entered)
 
     @contextlib.contextmanager
     def case_code(self, stage: Stage) -> Iterator[None]:
@@ -346,7 +368,7 @@ class Execution:
                 path=self.cell.path, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, batched=self.case.batched,
                 dims=self.case.dynamic_dims,
                 workdir=self.settings.workdir, label=f"{self.cell.id}-{variant}", observer=self.observer,
-                shared=shared, stage=self.stage, call=self.call,
+                shared=shared, stage=self.stage, call=self.call, spent=self.spent, session=self.session,
                 edit=builders.Edit(self.case, self.cell.wrapping.value) if self.cell.path.spec.kind is Kind.WARM_CACHE else None,
             )
             start = time.perf_counter()
@@ -489,6 +511,15 @@ def _captured_warnings(result: CellResult) -> Iterator[None]:
     finally:
         for logger in loggers:
             logger.removeHandler(handler)
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the child processes it has waited for (a C++ build, a new Python
+    process): what a cell costs the machine's cores, where its wall time may be waiting."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @contextlib.contextmanager

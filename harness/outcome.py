@@ -21,6 +21,10 @@ class Outcome(str, enum.Enum):
     ERROR = "error"  # the case's own code or the harness broke, not the path (`fault` says which): a pytest failure
 
 
+# Timings.stages' name for the time a cell waited for another cell's build of the package it runs.
+WAITED_FOR_PACKAGE = "waiting for a package another cell builds"
+
+
 class Stage(str, enum.Enum):
     SETUP = "setup"  # loading the case and making inputs
     WRAP = "wrap"
@@ -48,6 +52,10 @@ class Timings:
     process_start: float = 0.0  # a runner process started for this cell (first cell, or after a fault)
     perf: float = 0.0  # timing the artifact's speed, with --perf
     finished: float = 0.0  # when the cell's result came back (seconds since the epoch): orders a worker's cells
+    # Where the work went: seconds inside each stage the cell entered (every dtype's), and WAITED_FOR_PACKAGE:
+    # waiting while another cell built the AOTInductor package this one runs.
+    stages: dict[str, float] = field(default_factory=dict)
+    cpu: float = 0.0  # CPU seconds of the runner process during the cell, and of the processes it started and waited for
 
     # Version 1 of the results file named the parts by the harness's steps.
     V1_NAMES = {"wrap": "setup", "build": "compile", "check": "run"}

@@ -24,21 +24,21 @@ import signal
 import tempfile
 import threading
 import time
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
-from harness import estimate, registry
+from harness import estimate, registry, shard
 from harness.cell import Cell, all_cells
 from harness.columns import Wrapping
-from harness.errors import UsageError
+from harness.errors import ResultsError, UsageError
 from harness.outcome import CellResult, Outcome
 from harness.rows import Path, parse_timeouts, timeout_for
 from harness.runner import INDUCTOR_CACHE, Runner, runner_env, runner_threads
 from harness.settings import DEFAULT_PROFILE, INTERPRETER_PROFILE, PROFILES, Settings
 
 MATRIX_MODULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "matrix.py")
-WORKER, CONTROLLER = "tcm-worker", "tcm-controller"
+WORKER, CONTROLLER, SHARD = "tcm-worker", "tcm-controller", "tcm-shard"
 # The test report's properties (junit XML writes them as <property>): the whole result as JSON, and its
 # outcome, stage and message on their own for tools that read one field.
 RESULT_PROPERTY, OUTCOME_PROPERTY, STAGE_PROPERTY, MESSAGE_PROPERTY = "tcm_result", "tcm_outcome", "tcm_stage", "tcm_message"
@@ -51,7 +51,8 @@ PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
 
 # The options that only mean something to the matrix, with the value that says "not given".
 _MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": 0,
-                   "cache_dir": None, "runner_logs": None, "perf": False, "baseline": None, "accept": False}
+                   "cache_dir": None, "runner_logs": None, "perf": False, "baseline": None, "accept": False, "shard": None,
+                   "shard_timings": None}
 _LOADED = pytest.StashKey[registry.Loaded]()
 
 
@@ -81,6 +82,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
                     help="fail a cell whose outcome differs from this earlier run's (regressed, improved or failing differently)")
     group.addoption("--accept", action="store_true", help="with --baseline: rewrite the baseline with this run's outcomes")
+    group.addoption("--shard", default=None, metavar="K/N",
+                    help="run part K of N balanced parts of the cells (a CI job matrix: one runner a part, the same options "
+                         "on each); `python -m harness report` merges the parts' results.json files. Default report "
+                         f"directory: {DEFAULT_REPORT_DIR}/shard-K-of-N")
+    group.addoption("--shard-timings", default=None, metavar="RESULTS_JSON",
+                    help="with --shard: balance the parts by each cell's work in this earlier run "
+                         "(default: the measured mean of each row, as the run's estimate uses)")
 
 
 def with_values_joined(args: list[str]) -> list[str]:
@@ -137,12 +145,19 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     try:
         parse_timeouts(config.getoption("cell_timeout"))
+        if config.getoption("shard"):
+            shard.parse(config.getoption("shard"))
+        elif config.getoption("shard_timings"):
+            raise UsageError("--shard-timings balances the parts of --shard=K/N: add --shard")
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if config.getoption("perf") and (config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no"):
         raise pytest.UsageError("--perf times kernels: run it without -n (pytest --perf), so no other cell shares the GPU")
     _collect_the_matrix(config)
     config.pluginmanager.register(MatrixWorker(config), WORKER)
+    part = shard_of(config)
+    if part is not None:
+        config.pluginmanager.register(MatrixShard(config, part), SHARD)
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(MatrixController(config), CONTROLLER)
         if getattr(config.option, "maxschedchunk", False) is None:
@@ -193,18 +208,78 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     cases = loaded(config).cases
     rows = list(Path)
 
+    expected = expected_costs(config)
+
     def cost(item: pytest.Item) -> tuple[float, int, bool]:
-        cell = getattr(item, "callspec", None) and item.callspec.params.get("cell")
-        if not isinstance(cell, Cell) or cell.case not in cases:
+        cell = _cell_of(item)
+        if cell is None or cell.case not in cases:
             return 0.0, 0, False
-        # The row's cost, plus the autotuning its case's kernels redo for each new input size. Among cells of
-        # one cost, row by row: a strict export's AOTInductor cell and its non-strict twin, which often
-        # compile the same program once between them, then start apart, not side by side with one waiting.
+        # The row's measured cost, plus the autotuning its case's kernels redo for each new input size. Among
+        # cells of one cost, row by row: the AOTInductor rows that run one package (Python, C++ and fresh-process
+        # runtimes; strict and non-strict export when they give the same program) then start a row apart, the
+        # package built by the first while the others are still queued, not side by side with one waiting.
         # In a row, the controls first: a cell that fails where its control failed is shown as ENV.
-        return (-(cell.path.spec.cost + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.path),
+        return (-(expected(cell) + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.path),
                 cell.wrapping is not Wrapping.CONTROL)
 
     items.sort(key=cost)
+
+
+class MatrixShard:
+    """The role of --shard=K/N in every process that collects: keep this runner's part of the cells."""
+
+    def __init__(self, config: pytest.Config, part: shard.Shard):
+        self.config, self.part = config, part
+
+    @pytest.hookimpl(trylast=True)  # after -k, --deselect and --lf have chosen the cells: the parts split what they left
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        cells = {cell: item for item in items if (cell := _cell_of(item)) is not None}
+        parts = shard.partition(cells, shard_costs(config), self.part.count)
+        kept = {cells[cell] for cell in parts[self.part.index - 1]}
+        deselected = [item for item in items if item in cells.values() and item not in kept]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if item not in deselected]
+
+
+def _cell_of(item: pytest.Item) -> Cell | None:
+    cell = getattr(item, "callspec", None) and item.callspec.params.get("cell")
+    return cell if isinstance(cell, Cell) else None
+
+
+def shard_of(config: pytest.Config) -> shard.Shard | None:
+    given = config.getoption("shard", None) if requested(config) else None
+    return shard.parse(given) if given else None
+
+
+def expected_costs(config: pytest.Config, measured: Callable[[Cell], float | None] = lambda cell: None) -> Callable[[Cell], float]:
+    """What a cell is expected to cost, in seconds of work: `measured` (an earlier run's), else the estimate's
+    row means for this device and profile, else the row's relative cost (a profile never measured)."""
+    import torch
+
+    cases = loaded(config).cases
+    mode, profile = ("gpu" if torch.cuda.is_available() else "interpreter"), profile_name(config)
+
+    def cost(cell: Cell) -> float:
+        found = measured(cell)
+        if found is None:
+            found = estimate.cell_seconds(cell, mode, profile, cases)
+        return cell.path.spec.cost if found is None else found
+
+    return cost
+
+
+def shard_costs(config: pytest.Config) -> Callable[[Cell], float]:
+    """What balances the parts of --shard: each cell's work in --shard-timings, else its expected cost."""
+    from harness import results as results_file
+
+    timings = config.getoption("shard_timings")
+    if not timings:
+        return expected_costs(config)
+    try:
+        return expected_costs(config, shard.costs_from(results_file.load(timings)))
+    except ResultsError as exc:
+        raise pytest.UsageError(f"--shard-timings: {exc}") from None
 
 
 # What `-v` and the progress letters show for a cell that did not pass: (category, letter, word, colour).
@@ -380,7 +455,7 @@ class MatrixController:
                              specs=case_specs(self.config), profile=profile_name(self.config),
                              gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
                              workers=workers if isinstance(workers, int) and workers > 0 else 1,
-                             report_dir=self.report_dir())
+                             report_dir=self.report_dir(), shard=shard_of(self.config))
 
     def report_dir(self) -> str:
         """--report-dir; else `reports`, or `reports/partial` for a run of part of the matrix (-k, --lf, a cell
@@ -388,6 +463,9 @@ class MatrixController:
         chosen = self.config.getoption("report_dir")
         if chosen:
             return chosen
+        part = shard_of(self.config)
+        if part is not None:
+            return os.path.join(DEFAULT_REPORT_DIR, part.name)
         whole = self.collected >= set(all_cells(list(loaded(self.config).cases)))
         return DEFAULT_REPORT_DIR if whole else os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
 
@@ -491,6 +569,10 @@ class MatrixController:
         results.fingerprint["vec_isa"] = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))
         # CPU threads each runner's torch used (None: torch's default, one per core).
         results.fingerprint["runner_threads"] = runner_threads(results.fingerprint["workers"])
+        part = shard_of(self.config)
+        if part is not None:  # `harness report` checks that the parts it merges are all of them
+            results.fingerprint["shard"] = {"index": part.index, "count": part.count,
+                                            "balanced_by": self.config.getoption("shard_timings") or "the estimate's row means"}
         report_dir = self.report_dir()
         written = report.write(results, report_dir)
         baseline_notes = self._baseline(results)

@@ -74,7 +74,7 @@ class Row:
     kind: Kind
     title: str  # as the charts show it
     timeout_s: float  # default limit for one cell (--cell-timeout overrides it)
-    cost: float  # relative cost of a cell, from the GPU runs' medians: the costliest cells are scheduled first
+    cost: float  # relative cost of a cell, for ordering where no run of the profile was measured (harness.estimate has the means)
     timed: bool  # --perf times its passing cells
     examples: Examples
     strict: bool | None = None  # torch.export's strict=, on the rows that export

@@ -9,7 +9,8 @@ same cache directories and runs it. Inductor puts a user kernel's source into th
 every module it generates or loads from its cache to `GraphLowering.save_output_code`: a kernel whose compiled
 code lacks the edit came from the cache, the kernel as it was. That is `wrong`, with the caches that hit.
 
-Run as `python -m harness.warm_cache REQUEST.json` for the new process; the cell's side is `EditedInNewProcess`.
+The new process is `python -m harness.warm_cache`, one a cell, taking each request's path on stdin; the cell's side
+is `EditedInNewProcess` (one a dtype) and `NewProcess`.
 """
 
 from __future__ import annotations
@@ -17,15 +18,18 @@ from __future__ import annotations
 import ast
 import json
 import os
+import select
 import subprocess
 import sys
 import tempfile
 import types
+import weakref
 from typing import Any
 
 import torch
 
 from harness.case import Case, kernel_name
+from harness.cpp_runtime import stop_process
 from harness.errors import HarnessError, Mismatch
 
 EDIT_TIMEOUT_S = 600.0
@@ -83,35 +87,80 @@ def edited_sources(kernels: tuple[Any, ...]) -> dict[str, dict[str, str]]:
     return out
 
 
-class EditedInNewProcess:
-    """The cell's artifact on this row: each call runs the edited kernel in a new process on the warm caches,
-    and raises StaleKernel where the compiled code was the kernel as it was."""
+class NewProcess:
+    """The new process of one warm-cache cell, started at the cell's first call: it loads the edited kernels and
+    builds the style once, then compiles and runs each request (one per dtype) on the warm caches, each compile
+    its first in that process since Dynamo's caches are reset before it. One process a cell, not one a dtype:
+    torch's import and the case's loading are paid once."""
 
-    def __init__(self, case: Case, wrapping: str, compile_options: dict[str, Any], workdir: str):
+    def __init__(self, workdir: str):
+        self.dir = tempfile.mkdtemp(prefix="warm-cache-", dir=workdir)
+        self.stderr = open(os.path.join(self.dir, "stderr.log"), "w+")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.proc = subprocess.Popen([sys.executable, "-m", "harness.warm_cache"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, text=True, env=env, start_new_session=True)
+        self._finalizer = weakref.finalize(self, stop_process, self.proc, self.stderr)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """Stop the process now (else when this object is collected)."""
+        self._finalizer()
+
+    def ask(self, request: str) -> None:
+        """Send one request (a JSON file's path) and wait for its answer file; NewProcessFailure where the
+        process dies or takes over EDIT_TIMEOUT_S."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(request + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: below says how
+        ready, _, _ = select.select([self.proc.stdout], [], [], EDIT_TIMEOUT_S)
+        if not ready:
+            stop_process(self.proc, self.stderr, kill=True)
+            raise NewProcessFailure(f"the new process took over {EDIT_TIMEOUT_S:.0f} s")
+        if self.proc.stdout.readline():  # "done": its stdout carries nothing else (main)
+            return
+        code = self.proc.wait(timeout=30)
+        self.stderr.seek(0)
+        tail = [line for line in self.stderr.read().splitlines() if line.strip()][-1:]
+        raise NewProcessFailure(f"the new process died (exit status {code})" + (f": {tail[0][:300]}" if tail else ""))
+
+
+class EditedInNewProcess:
+    """The cell's artifact on this row for one dtype: each call runs the edited kernel in the cell's new process
+    (`session` keeps it for the cell's other dtypes) on the warm caches, and raises StaleKernel where the
+    compiled code was the kernel as it was."""
+
+    def __init__(self, case: Case, wrapping: str, compile_options: dict[str, Any], workdir: str, session: dict[str, Any]):
         self.case, self.wrapping, self.options = case, wrapping, dict(compile_options)
         self.sources = edited_sources(case.kernels)
-        self.dir = tempfile.mkdtemp(prefix="warm-cache-", dir=workdir)
+        self.workdir, self.session = workdir, session
         self.calls = 0
         self.report: dict[str, Any] = {}
 
+    def _process(self) -> NewProcess:
+        process = self.session.get("warm-cache-process")
+        if process is None or not process.alive():
+            process = self.session["warm-cache-process"] = NewProcess(self.workdir)
+        return process
+
     def __call__(self, *inputs: Any) -> Any:
+        process = self._process()
         self.calls += 1
-        request = os.path.join(self.dir, f"{self.calls}.request.json")
-        sent, received, answer = (os.path.join(self.dir, f"{self.calls}.{part}") for part in ("in.pt", "out.pt", "answer.json"))
+        name = f"{id(self):x}-{self.calls}"
+        request = os.path.join(process.dir, f"{name}.request.json")
+        sent, received, answer = (os.path.join(process.dir, f"{name}.{part}") for part in ("in.pt", "out.pt", "answer.json"))
         torch.save([x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs], sent)
         with open(request, "w") as f:
             json.dump({"case": self.case.name, "launch_module": self.case.launch.__module__, "wrapping": self.wrapping,
                        "options": self.options, "sources": self.sources, "inputs": sent, "outputs": received, "answer": answer,
                        "device": next((str(x.device) for x in inputs if isinstance(x, torch.Tensor)), "cpu")}, f)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        try:
-            done = subprocess.run([sys.executable, "-m", "harness.warm_cache", request], capture_output=True, text=True,
-                                  timeout=EDIT_TIMEOUT_S, env=env, check=False)
-        except subprocess.TimeoutExpired:
-            raise NewProcessFailure(f"the new process took over {EDIT_TIMEOUT_S:.0f} s") from None
+        process.ask(request)
         if not os.path.exists(answer):
-            tail = [line for line in (done.stderr or "").splitlines() if line.strip()][-1:]
-            raise NewProcessFailure(f"the new process died (exit status {done.returncode})" + (f": {tail[0][:300]}" if tail else ""))
+            raise NewProcessFailure("the new process wrote no answer")
         with open(answer) as f:
             self.report = json.load(f)
         if self.report.get("error"):
@@ -147,7 +196,9 @@ def _load_edited(sources: dict[str, dict[str, str]]) -> None:
         run_as_module(source["module"], path, source["text"])
 
 
-def _serve(request: dict[str, Any]) -> dict[str, Any]:
+def _serve(request: dict[str, Any], built: dict[str, Any]) -> dict[str, Any]:
+    """One request: the edited case and its style (loaded at the process's first request, kept in `built`),
+    compiled afresh (Dynamo's caches reset; Inductor's and AOTAutograd's on disk, warm) on the request's inputs."""
     import importlib
 
     from torch._dynamo.utils import counters
@@ -157,12 +208,17 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     from harness import wrapping as wrappings
     from harness.columns import Wrapping
 
-    _load_edited(request["sources"])
-    module = importlib.import_module(request["launch_module"])
-    case = next((c for c in registry.cases_of(module, request["launch_module"]) if c.name == request["case"]), None)
-    if case is None:
-        return {"error": f"case {request['case']!r} not found in {request['launch_module']}"}
-    fn = wrappings.build(case, Wrapping(request["wrapping"]))
+    key = json.dumps([request["sources"], request["launch_module"], request["case"], request["wrapping"]], sort_keys=True)
+    if key not in built:
+        _load_edited(request["sources"])
+        module = importlib.import_module(request["launch_module"])
+        case = next((c for c in registry.cases_of(module, request["launch_module"]) if c.name == request["case"]), None)
+        if case is None:
+            return {"error": f"case {request['case']!r} not found in {request['launch_module']}"}
+        built[key] = (case, wrappings.build(case, Wrapping(request["wrapping"])))
+    case, fn = built[key]
+    torch._dynamo.reset()
+    counters.clear()
     code: list[str] = []
     GraphLowering.save_output_code = code.append  # type: ignore[assignment]
     device = request["device"]
@@ -182,19 +238,26 @@ def _serve(request: dict[str, Any]) -> dict[str, Any]:
     return {"stale": stale, "compiled": compiled, "hits": hits, "single": single}
 
 
-def main(argv: list[str]) -> int:
-    with open(argv[0]) as f:
-        request = json.load(f)
-    try:
-        answer = _serve(request)
-    except Exception as exc:  # noqa: BLE001 - anything the new process meets is the cell's finding
-        from harness.outcome import first_line
+def main() -> int:
+    """The new process: a request's path a line on stdin; its answer in the request's answer file, then "done"."""
+    built: dict[str, Any] = {}
+    # What torch, Triton or the case print goes to stderr: stdout carries only the answers.
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    for line in sys.stdin:
+        with open(line.strip()) as f:
+            request = json.load(f)
+        try:
+            answer = _serve(request, built)
+        except Exception as exc:  # noqa: BLE001 - anything the new process meets is the cell's finding
+            from harness.outcome import first_line
 
-        answer = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
-    with open(request["answer"], "w") as f:
-        json.dump(answer, f)
+            answer = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
+        with open(request["answer"], "w") as f:
+            json.dump(answer, f)
+        print("done", file=answers, flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(main())

@@ -1,0 +1,88 @@
+"""--shard=K/N: every cell in exactly one part, the parts balanced, the same split on every runner."""
+
+import random
+
+import pytest
+
+from harness import shard
+from harness.cell import Cell, all_cells
+from harness.errors import UsageError
+from harness.outcome import CellResult, Outcome
+from harness.results import Results
+from harness.rows import Path
+
+CASES = [f"case{n}" for n in range(12)]
+
+
+def row_cost(cell: Cell) -> float:
+    return {Path.AOTI_STRICT: 20.0, Path.AOTI_FRESH_NONSTRICT: 90.0, Path.WARM_CACHE_EDIT: 50.0}.get(cell.path, 3.0)
+
+
+def test_every_cell_lands_in_exactly_one_part_in_the_order_given():
+    cells = all_cells(CASES)
+    random.Random(0).shuffle(cells)
+    parts = shard.partition(cells, row_cost, 4)
+    assert sorted(c for part in parts for c in part) == sorted(cells)
+    for part in parts:  # each part keeps the run's order (costliest first, controls first)
+        assert part == [c for c in cells if c in set(part)]
+
+
+def test_a_case_and_style_stay_in_one_part_so_its_aoti_packages_are_built_once():
+    parts = shard.partition(all_cells(CASES), row_cost, 3)
+    where = {}
+    for n, part in enumerate(parts):
+        for cell in part:
+            assert where.setdefault(shard.group(cell), n) == n
+
+
+def test_the_parts_are_balanced_within_the_longest_first_bound():
+    cells = all_cells(CASES)
+    cost = lambda c: row_cost(c) * (4 if c.case == "case3" else 1)  # noqa: E731 - one case costs four times as much
+    for count in (2, 3, 5, 8):
+        loads = [sum(cost(c) for c in part) for part in shard.partition(cells, cost, count)]
+        groups: dict = {}
+        for c in cells:
+            groups[shard.group(c)] = groups.get(shard.group(c), 0) + cost(c)
+        best_possible = max(sum(loads) / count, max(groups.values()))
+        assert max(loads) <= best_possible * 4 / 3, (count, loads)
+
+
+def test_every_runner_computes_the_same_split_whatever_order_it_collected_in():
+    cells = all_cells(CASES)
+    shuffled = list(cells)
+    random.Random(1).shuffle(shuffled)
+    assert [set(p) for p in shard.partition(cells, row_cost, 4)] == [set(p) for p in shard.partition(shuffled, row_cost, 4)]
+
+
+def test_more_parts_than_groups_leaves_some_parts_empty_rather_than_failing():
+    parts = shard.partition(all_cells(["only"]), row_cost, 7)
+    assert sum(1 for p in parts if p) == 5 and sum(len(p) for p in parts) == len(all_cells(["only"]))
+
+
+@pytest.mark.parametrize("text, says", [
+    ("2", "give K/N"), ("1/0", "between 1 and N"), ("0/3", "between 1 and N"), ("4/3", "between 1 and N"), ("a/b", "give K/N"),
+])
+def test_a_malformed_shard_says_what_to_give(text, says):
+    with pytest.raises(UsageError, match=says):
+        shard.parse(text)
+
+
+def test_a_shard_reads_as_k_of_n():
+    part = shard.parse(" 2/4 ")
+    assert (part.index, part.count, str(part), part.name) == (2, 4, "2/4", "shard-2-of-4")
+
+
+def test_costs_from_an_earlier_run_use_each_cells_work_then_its_rows_mean():
+    cells = all_cells(["a"], paths=[Path.EAGER])
+    results = []
+    for n, cell in enumerate(cells[:2]):
+        r = CellResult(cell, Outcome.PASS)
+        r.timings.work = 10.0 * (n + 1)
+        results.append(r)
+    skipped = CellResult(cells[2], Outcome.SKIPPED)
+    skipped.timings.work = 0.01
+    cost = shard.costs_from(Results(fingerprint={}, cells=[*results, skipped]))
+    assert cost(cells[0]) == 10.0 and cost(cells[1]) == 20.0
+    assert cost(cells[2]) == 0.01  # a cell that was skipped there costs what it cost there
+    assert cost(cells[3]) == 15.0  # never ran there: its row's mean
+    assert cost(Cell("a", cells[0].wrapping, Path.OPCHECK)) is None  # a row that never ran there: the caller's estimate
