@@ -29,38 +29,7 @@ import sys
 from harness import report
 from harness import results as results_file
 from harness.errors import ResultsError
-from harness.results import Results
-
-# Fingerprint fields that must agree before two runs' cells may share one chart.
-SAME_ENVIRONMENT = ("mode", "torch", "triton", "cuda", "gpu", "compiler")
-
-
-def merge(runs: list[tuple[str, Results]]) -> Results:
-    (first_path, first), *rest = runs
-    cells = {c.cell.id: c for c in first.cells}
-    missing = set(first.missing)
-    for path, run in rest:
-        for key in SAME_ENVIRONMENT:
-            if run.fingerprint.get(key) != first.fingerprint.get(key):
-                raise ResultsError(
-                    f"{path}: measured a different environment than {first_path} ({key}: "
-                    f"{run.fingerprint.get(key)!r} vs {first.fingerprint.get(key)!r}); charts of different environments do not merge"
-                )
-        duplicated = sorted(set(cells) & {c.cell.id for c in run.cells})
-        if duplicated:
-            raise ResultsError(f"{path}: cells already in an earlier file: {', '.join(duplicated[:10])}")
-        cells.update({c.cell.id: c for c in run.cells})
-        missing |= set(run.missing)
-    missing -= set(cells)
-    wall = [r.wall_time_s for _, r in runs if r.wall_time_s is not None]
-    fingerprint = dict(first.fingerprint)
-    if rest:
-        fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
-    # A file re-rendered alone keeps its words: rendering is idempotent.
-    stopped = "; ".join(f"{path}: {r.interrupted}" if rest else r.interrupted for path, r in runs if r.interrupted) or None
-    return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing, missing=sorted(missing),
-                   wall_time_s=sum(wall) if wall else None, interrupted=stopped if missing else None)
-
+from harness.results import merge
 
 # The commands that run pytest, and take the arguments they do not know as pytest's.
 _RUN_PYTEST = ("run", "bench", "repeat")
