@@ -7,6 +7,10 @@ they measured the same environment.
 `python -m harness diff OLD.json NEW.json [--out FILE]` compares two runs: exit 0 with no regressions,
 1 with regressions, 2 for bad input.
 
+`python -m harness history A.json B.json [C.json ...] [--out FILE]` charts runs of several environments, oldest
+first, one column each (files of one environment share it), and the cells that broke, were fixed or fail
+differently between neighbours: exit 0 when none broke, 1 when some did, 2 for bad input.
+
 `python -m harness repeat [--runs N] [--concurrent] [--out DIR] [PYTEST ARGS ...]` runs the matrix N times
 and compares the runs (`--results A.json B.json ...` compares runs already made): exit 0 when every cell
 is the same in every run, 1 when some differ (labelled flaky in the combined report), 2 for bad input.
@@ -29,38 +33,7 @@ import sys
 from harness import report
 from harness import results as results_file
 from harness.errors import ResultsError
-from harness.results import Results
-
-# Fingerprint fields that must agree before two runs' cells may share one chart.
-SAME_ENVIRONMENT = ("mode", "torch", "triton", "cuda", "gpu", "compiler")
-
-
-def merge(runs: list[tuple[str, Results]]) -> Results:
-    (first_path, first), *rest = runs
-    cells = {c.cell.id: c for c in first.cells}
-    missing = set(first.missing)
-    for path, run in rest:
-        for key in SAME_ENVIRONMENT:
-            if run.fingerprint.get(key) != first.fingerprint.get(key):
-                raise ResultsError(
-                    f"{path}: measured a different environment than {first_path} ({key}: "
-                    f"{run.fingerprint.get(key)!r} vs {first.fingerprint.get(key)!r}); charts of different environments do not merge"
-                )
-        duplicated = sorted(set(cells) & {c.cell.id for c in run.cells})
-        if duplicated:
-            raise ResultsError(f"{path}: cells already in an earlier file: {', '.join(duplicated[:10])}")
-        cells.update({c.cell.id: c for c in run.cells})
-        missing |= set(run.missing)
-    missing -= set(cells)
-    wall = [r.wall_time_s for _, r in runs if r.wall_time_s is not None]
-    fingerprint = dict(first.fingerprint)
-    if rest:
-        fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
-    # A file re-rendered alone keeps its words: rendering is idempotent.
-    stopped = "; ".join(f"{path}: {r.interrupted}" if rest else r.interrupted for path, r in runs if r.interrupted) or None
-    return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing, missing=sorted(missing),
-                   wall_time_s=sum(wall) if wall else None, interrupted=stopped if missing else None)
-
+from harness.results import merge
 
 # The commands that run pytest, and take the arguments they do not know as pytest's.
 _RUN_PYTEST = ("run", "bench", "repeat")
@@ -77,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     dif.add_argument("old")
     dif.add_argument("new")
     dif.add_argument("--out", help="write the markdown here instead of standard output")
+    his = commands.add_parser("history", help="one chart across several environments, oldest first, and what changed between neighbours")
+    his.add_argument("results", nargs="+", help="results.json files, the oldest environment first")
+    his.add_argument("--out", help="write the markdown here instead of standard output")
     ben = commands.add_parser("bench", help="run the matrix (pytest -n auto) and print its speed figures", allow_abbrev=False)
     ben.add_argument("--out", help="also write the figures here")
     ben.add_argument("--report-dir", help="where the run's reports go (default: a temporary directory)")
@@ -109,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "diff":
             return _diff(args.old, args.new, args.out)
+        if args.command == "history":
+            return _history(args.results, args.out)
         merged = merge([(p, results_file.load(p)) for p in args.results])
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -131,6 +109,19 @@ def _diff(old_path: str, new_path: str, out: str | None) -> int:
     if old.fingerprint.get("mode") != new.fingerprint.get("mode"):
         print(f"warning: comparing a {old.fingerprint.get('mode')} run with a {new.fingerprint.get('mode')} run", file=sys.stderr)
     return 1 if result.regressed else 0
+
+
+def _history(paths: list[str], out: str | None) -> int:
+    from harness import history
+
+    text, broke = history.history(paths)
+    if out:
+        results_file.write_atomic(out, text)
+    else:
+        print(text)
+    if broke:
+        print(broke, file=sys.stderr)
+    return 1 if broke else 0
 
 
 def _run(pytest_args: list[str]) -> int:

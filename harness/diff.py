@@ -87,6 +87,12 @@ def describe(cell: CellResult) -> str:
     return text[:200]
 
 
+def pairs_table(pairs: list[tuple[CellResult, CellResult]], old: str, new: str) -> str:
+    """A cell a line, with its outcome in each run (and, where it fails, the first line of its error)."""
+    return tabulate([[f"`{a.cell.id}`", cell_text(describe(a)), cell_text(describe(b))] for a, b in pairs],
+                    headers=["cell", old, new], tablefmt="github")
+
+
 def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff) -> str:
     out = [f"# Matrix diff: `{old_path}` -> `{new_path}`", ""]
     if old.fingerprint.get("mode") != new.fingerprint.get("mode"):
@@ -106,8 +112,7 @@ def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff)
     for title, pairs in (("Regressed (passed before, not now)", diff.regressed), ("Fixed", diff.fixed),
                          ("Failing differently", diff.changed)):
         if pairs:
-            out += ["", f"## {title}", "", tabulate([[f"`{a.cell.id}`", cell_text(describe(a)), cell_text(describe(b))] for a, b in pairs],
-                                                    headers=["cell", "old", "new"], tablefmt="github")]
+            out += ["", f"## {title}", "", pairs_table(pairs, "old", "new")]
     for title, cells in (("New cells", diff.new), ("Missing cells (in the old run only)", diff.missing)):
         if cells:
             out += ["", f"## {title}", "", tabulate([[f"`{c.cell.id}`", cell_text(describe(c))] for c in cells],

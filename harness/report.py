@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import os
 from collections import defaultdict
@@ -128,22 +129,42 @@ def _shortened(command: str) -> str:
     return f"{command[:COMMAND_SHOWN]} ... ({len(command)} characters in all, in results.json)"
 
 
-def _verdict(passed: int, counted: int) -> str:
-    if counted == 0:
-        return "n/a"
-    if passed == counted:
-        return f"Yes ({passed}/{counted})"
-    if passed == 0:
-        return f"No (0/{counted})"
-    return f"Partial ({passed}/{counted})"
+class Verdict(str, enum.Enum):
+    """How a style fares on a row, in the charts' words."""
+
+    YES = "Yes"  # every case counted passed
+    PARTIAL = "Partial"  # some did
+    NO = "No"  # none did
+    NONE = "n/a"  # no case counted
 
 
-def _counts(cells: list[CellResult], traces_into: bool) -> tuple[int, int]:
+def verdict(passed: int, total: int) -> Verdict:
+    if total == 0:
+        return Verdict.NONE
+    if passed == total:
+        return Verdict.YES
+    return Verdict.NO if passed == 0 else Verdict.PARTIAL
+
+
+def _verdict_text(passed: int, total: int) -> str:
+    found = verdict(passed, total)
+    return found.value if found is Verdict.NONE else f"{found.value} ({passed}/{total})"
+
+
+def counted_cells(cells: list[CellResult]) -> list[CellResult]:
+    """The cells a verdict counts: not skipped, not an error of the case or the harness (no finding about the
+    path), not a failure the environment is blamed for (the control fails there too)."""
+    return [c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)]
+
+
+def pass_counts(cells: list[CellResult], traces_into: bool = False) -> tuple[int, int]:
+    """(passed, counted) of a verdict: the cases that passed of those counted, or with `traces_into` the
+    compiled graphs that traced into the kernel of those read."""
     if traces_into:
         judged = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")]
         return sum(c.kernel_in_graph == "traced" for c in judged), len(judged)
-    counted = [c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)]
-    return sum(c.outcome is Outcome.PASS for c in counted), len(counted)
+    kept = counted_cells(cells)
+    return sum(c.outcome is Outcome.PASS for c in kept), len(kept)
 
 
 def tutorial_chart(results: Results) -> tuple[str, list[str]]:
@@ -158,8 +179,8 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
         line = [f"{row.title} ({links})"]
         for style in STYLES:
             cells = [c for p in row.paths for c in index.get((p, style), [])]
-            passed, counted = _counts(cells, row.traces_into)
-            entry = _verdict(passed, counted)
+            passed, counted = pass_counts(cells, row.traces_into)
+            entry = _verdict_text(passed, counted)
             if row.in_process:
                 only_there = _in_process_only(cells, [c for p in row.in_process for c in index.get((p, style), [])])
                 if only_there:
@@ -170,16 +191,14 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
                     entry += f"; tutorial: {claim}"
                 else:
                     entry = f"**{entry}; tutorial says {claim}** ⚠"
-                    contradicting = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")] if row.traces_into else [
-                        c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)
-                    ]
                     # the cells that contradict the claim
                     if row.traces_into:
-                        shown = [c.cell.id for c in contradicting if (c.kernel_in_graph == "traced") == (claim.lower() == "no")]
+                        read = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")]
+                        shown = [c.cell.id for c in read if (c.kernel_in_graph == "traced") == (claim.lower() == "no")]
                     else:
-                        shown = [c.cell.id for c in contradicting if (c.outcome is Outcome.PASS) == (claim.lower() == "no")]
+                        shown = [c.cell.id for c in counted_cells(cells) if (c.outcome is Outcome.PASS) == (claim.lower() == "no")]
                     disagreements.append(
-                        f"- **{row.title}**, {style.title}: tutorial says *{claim}*, measured {_verdict(passed, counted)} "
+                        f"- **{row.title}**, {style.title}: tutorial says *{claim}*, measured {_verdict_text(passed, counted)} "
                         f"({links}): {', '.join(f'`{c}`' for c in sorted(shown)[:8])}"
                     )
             line.append(entry)
@@ -256,9 +275,9 @@ def _findings(results: Results) -> list[str]:
     odd: dict[tuple[str, str], dict[Path, list[str]]] = defaultdict(lambda: defaultdict(list))  # (case, how) -> row -> styles
     for path in Path:
         for style in Wrapping:
-            counted = [c for c in groups.get((path, style), []) if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)]
-            passed = [c for c in counted if c.outcome is Outcome.PASS]
-            failed = [c for c in counted if c.outcome is not Outcome.PASS]
+            kept = counted_cells(groups.get((path, style), []))
+            passed = [c for c in kept if c.outcome is Outcome.PASS]
+            failed = [c for c in kept if c.outcome is not Outcome.PASS]
             if not passed or not failed:
                 continue
             if len(failed) <= len(passed):
@@ -347,8 +366,8 @@ def _control_entry(control: list[CellResult]) -> str:
 def _support_entry(cells: list[CellResult], path: Path) -> str:
     if not cells:
         return ""
-    counted = [c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)]
-    passed = [c for c in counted if c.outcome is Outcome.PASS]
+    kept = counted_cells(cells)
+    passed = [c for c in kept if c.outcome is Outcome.PASS]
     env = [c for c in cells if c.blamed_on]
     notes = []
     if env:
@@ -367,15 +386,8 @@ def _support_entry(cells: list[CellResult], path: Path) -> str:
     degraded = [c for c in passed if c.degradations]
     if degraded:
         notes.append(f"{len(degraded)} passes, degraded")
-    if not counted:
-        verdict = "n/a: environment" if env else "n/a"
-    elif len(passed) == len(counted):
-        verdict = f"Yes ({len(passed)}/{len(counted)})"
-    elif not passed:
-        verdict = f"No (0/{len(counted)})"
-    else:
-        verdict = f"Partial ({len(passed)}/{len(counted)})"
-    return verdict + (f"; {', '.join(notes)}" if notes else "")
+    entry = "n/a: environment" if env and not kept else _verdict_text(len(passed), len(kept))
+    return entry + (f"; {', '.join(notes)}" if notes else "")
 
 
 def timing_lines(results: Results) -> list[str]:

@@ -1,4 +1,5 @@
-"""The machine-readable results file: versioned, validated on read, written atomically."""
+"""The machine-readable results file: versioned, validated on read, written atomically; split runs of one
+environment merged."""
 
 from __future__ import annotations
 
@@ -95,3 +96,36 @@ def load(path: str) -> Results:
         raise ResultsError(f"{path}: unknown cell id: {exc}") from None
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{path}: malformed results: {type(exc).__name__}: {exc}") from None
+
+
+# Fingerprint fields that must agree before two runs' cells may share one chart.
+SAME_ENVIRONMENT = ("mode", "torch", "triton", "cuda", "gpu", "compiler")
+
+
+def merge(runs: list[tuple[str, Results]]) -> Results:
+    """Runs of one environment (split with `-k`, or across machines) as one run, in the order given. Raises
+    ResultsError naming a file that measured another environment or repeats an earlier file's cells."""
+    (first_path, first), *rest = runs
+    cells = {c.cell.id: c for c in first.cells}
+    missing = set(first.missing)
+    for path, run in rest:
+        for key in SAME_ENVIRONMENT:
+            if run.fingerprint.get(key) != first.fingerprint.get(key):
+                raise ResultsError(
+                    f"{path}: measured a different environment than {first_path} ({key}: "
+                    f"{run.fingerprint.get(key)!r} vs {first.fingerprint.get(key)!r}); charts of different environments do not merge"
+                )
+        duplicated = sorted(set(cells) & {c.cell.id for c in run.cells})
+        if duplicated:
+            raise ResultsError(f"{path}: cells already in an earlier file: {', '.join(duplicated[:10])}")
+        cells.update({c.cell.id: c for c in run.cells})
+        missing |= set(run.missing)
+    missing -= set(cells)
+    wall = [r.wall_time_s for _, r in runs if r.wall_time_s is not None]
+    fingerprint = dict(first.fingerprint)
+    if rest:
+        fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
+    # A file re-rendered alone keeps its words: rendering is idempotent.
+    stopped = "; ".join(f"{path}: {r.interrupted}" if rest else r.interrupted for path, r in runs if r.interrupted) or None
+    return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing, missing=sorted(missing),
+                   wall_time_s=sum(wall) if wall else None, interrupted=stopped if missing else None)

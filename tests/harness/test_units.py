@@ -12,14 +12,13 @@ from hypothesis import strategies as st
 
 from harness import Backward, Case, CaseError, inputs, registry
 from harness.__main__ import main as cli
-from harness.__main__ import merge
 from harness.cell import Cell
 from harness.columns import Wrapping
 from harness.errors import Mismatch, ResultsError
 from harness.numerics import assert_close
 from harness.outcome import CellResult, Outcome, Stage
 from harness.report import blame_environment, support_chart
-from harness.results import Results, load, save
+from harness.results import Results, load, merge, save
 from harness.rows import Path
 
 from tests.harness.conftest import PLANTED
