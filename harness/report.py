@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import math
@@ -10,6 +11,7 @@ from collections import defaultdict
 
 from tabulate import tabulate
 
+from harness import picture as matrix_picture
 from harness import results as results_file
 from harness import tutorial
 from harness.cell import Cell
@@ -213,7 +215,18 @@ def _in_process_only(cells: list[CellResult], in_process: list[CellResult]) -> l
     return sorted(c.case for c in cells if c.outcome in FAILED and not c.blamed_on and c.case in passed_there)
 
 
-def support_chart(results: Results) -> str:
+def picture_lines(drawn: bool) -> list[str]:
+    """SUPPORT.md's lines about the matrix's picture: the picture itself where it was drawn beside the chart,
+    else how to get one."""
+    if drawn:
+        return [f"![The whole matrix: one panel per wrapping style, its cases down and compile paths across, each square "
+                f"coloured by its cell's outcome (pass, WRONG, fail, crash, timeout, error, env, skipped)]({matrix_picture.FILENAME})"]
+    return [f"*A picture of the whole matrix ({matrix_picture.FILENAME}) is drawn beside this chart where matplotlib is "
+            f"installed: `{matrix_picture.INSTALL}`, then `python -m harness report results.json --out DIR`.*"]
+
+
+def support_chart(results: Results, picture_drawn: bool = False) -> str:
+    """The chart; `picture_drawn`: whether the matrix's picture lies beside it (see `write`)."""
     results = judged(results)
     by_path: dict[Path, dict[Wrapping, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
     for cell in results.cells:
@@ -234,6 +247,8 @@ def support_chart(results: Results) -> str:
         "# Support chart: user-defined Triton kernels vs PyTorch compile paths",
         "",
         *_environment_lines(results),
+        "",
+        *picture_lines(picture_drawn),
         "",
         "## The tutorial's chart, measured",
         "",
@@ -472,14 +487,27 @@ def cell_text(text: str) -> str:
 
 
 def write(results: Results, directory: str) -> list[str]:
-    """Write the three reports (the given results are not changed). All three are rendered before any is
+    """Write the reports (the given results are not changed): results.json, MATRIX.md, SUPPORT.md and, where
+    matplotlib can be imported, the matrix's picture that SUPPORT.md shows. All are rendered before any is
     replaced, and each is replaced atomically: an interruption leaves the old set or the new one (a file is
-    never half-written)."""
+    never half-written). Where no picture is drawn, one left by an earlier render is removed: it would show
+    other results than the reports beside it. Returns the paths written."""
     results = judged(results)
-    texts = {"results.json": results_file.dumps(results), "MATRIX.md": matrix(results), "SUPPORT.md": support_chart(results)}
+    try:
+        png: bytes | None = matrix_picture.draw(results)
+    except matrix_picture.Unavailable:
+        png = None
+    contents: dict[str, str | bytes] = {"results.json": results_file.dumps(results), "MATRIX.md": matrix(results)}
+    if png is not None:
+        contents[matrix_picture.FILENAME] = png  # before SUPPORT.md, which shows it
+    contents["SUPPORT.md"] = support_chart(results, picture_drawn=png is not None)
     os.makedirs(directory, exist_ok=True)
     paths = []
-    for name, text in texts.items():
+    for name, content in contents.items():
         paths.append(os.path.join(directory, name))
-        results_file.write_atomic(paths[-1], text)
+        results_file.write_atomic(paths[-1], content)
+    if png is None:
+        # After SUPPORT.md: an interruption before this leaves a picture no report shows, not a report without it.
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(directory, matrix_picture.FILENAME))
     return paths

@@ -46,14 +46,14 @@ class Results:
         return {c.cell: c for c in self.cells}
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Readers see the old file or the new one, never half of one."""
+def write_atomic(path: str, content: str | bytes) -> None:
+    """Readers see the old file or the new one, never half of one. Text is written as text, bytes as they are."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f:
+            f.write(content)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -392,15 +392,21 @@ def test_the_results_tools_run_where_torch_cannot_be_imported(tmp_path):
     import subprocess
     import sys
 
+    from harness import report
+
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     gpu, cpu = (os.path.join(root, "reports", m, "results.json") for m in ("gpu", "cpu"))
-    blocked = "import sys, runpy; [sys.modules.__setitem__(m, None) for m in ('torch', 'triton', 'hypothesis', 'numpy')]; "
+    # matplotlib too: the picture is an extra, which the committed chart shows where this render says how to get it.
+    blocked = "import sys, runpy; [sys.modules.__setitem__(m, None) for m in ('torch', 'triton', 'hypothesis', 'numpy', 'matplotlib')]; "
     for args, status in ((["diff", gpu, cpu, "--out", str(tmp_path / "diff.md")], 1), (["report", gpu, "--out", str(tmp_path)], 0)):
         code = blocked + f"sys.argv = ['harness', *{args!r}]; runpy.run_module('harness', run_name='__main__')"
         done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
         assert done.returncode == status, done.stderr
     assert "regressed" in (tmp_path / "diff.md").read_text()
-    assert (tmp_path / "SUPPORT.md").read_text() == open(os.path.join(root, "reports", "gpu", "SUPPORT.md")).read()
+    committed = open(os.path.join(root, "reports", "gpu", "SUPPORT.md")).read()
+    shown, how_to = ("\n".join(report.picture_lines(drawn)) for drawn in (True, False))
+    assert committed.count(shown) == 1, "reports/gpu/SUPPORT.md does not show the picture: re-render it with matplotlib"
+    assert (tmp_path / "SUPPORT.md").read_text() == committed.replace(shown, how_to)
 
 
 def test_one_program_exported_strict_and_non_strict_has_one_digest_and_another_program_another():
