@@ -8,12 +8,32 @@ Answers "ready" once torch is imported. Then, a line at a time (harness.cpp_runt
 "load N PACKAGE" loads a package as model N and answers "loaded"; "N INPUTS.pt OUTPUTS.pt" runs model N and
 answers "ok"; either answers "error MESSAGE" (newlines as \\n) instead. One process serves every package of
 a cell (one per dtype): each is loaded by a process that never imported the case, as before, without paying
-for a new process and torch's import per package.
+for a new process and torch's import per package. Inductor's CPU ISA probe, which loading runs, is answered from
+the run's record as in the runners (below).
 """
 
+import importlib.util
+import os
 import sys
 
 import torch
+
+
+def _isa_probe_answered_from_the_runs_record() -> None:
+    """Loading a package checks the machine against the one it was built on, and that asks Inductor which CPU
+    vector ISAs this CPU has: the first time in a process, a probe that builds test libraries and starts a Python
+    process per ISA, 20-60 s under the matrix's load, before the package is loaded. The run's runners recorded
+    the probe's answers (harness/vec_isa.py); this process takes them the same way, loading that one module by
+    its path. It registers no operator and changes no answer: the case and the rest of the harness stay unimported."""
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not cache:
+        return
+    spec = importlib.util.spec_from_file_location("_tcm_vec_isa", os.path.join(os.path.dirname(os.path.abspath(__file__)), "vec_isa.py"))
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.share(cache)
 
 
 def _error(exc: BaseException) -> str:
@@ -22,6 +42,7 @@ def _error(exc: BaseException) -> str:
 
 def main(device: str) -> int:
     models = {}
+    _isa_probe_answered_from_the_runs_record()
     print("ready", flush=True)
     for line in sys.stdin:
         if line.startswith("load "):
