@@ -281,6 +281,10 @@ def main(pytest_args: list[str], out: str | None = None, report_dir: str | None 
         print(f"bench: the matrix wrote no {path} (pytest exit {returncode})", file=sys.stderr)
         return 2
     results = load(path)
+    if not any(c.timings.wall > 0 for c in results.cells):
+        problems = "; ".join(p.get("message", "") for p in results.problems)
+        print(f"bench: no cell ran (pytest exit {returncode}){': ' + problems if problems else ''}", file=sys.stderr)
+        return 2
     measured = figures(results, wall)
     if busy_before and busy_after:
         measured.cores = busy_after[2]

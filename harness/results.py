@@ -127,5 +127,26 @@ def merge(runs: list[tuple[str, Results]]) -> Results:
         fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
     # A file re-rendered alone keeps its words: rendering is idempotent.
     stopped = "; ".join(f"{path}: {r.interrupted}" if rest else r.interrupted for path, r in runs if r.interrupted) or None
-    return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing, missing=sorted(missing),
-                   wall_time_s=sum(wall) if wall else None, interrupted=stopped if missing else None)
+    parts_absent = _shards_absent(runs, fingerprint)
+    if parts_absent:
+        stopped = "; ".join(filter(None, [stopped, parts_absent]))
+    return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing and not parts_absent,
+                   missing=sorted(missing), wall_time_s=sum(wall) if wall else None,
+                   interrupted=stopped if missing or parts_absent else None)
+
+
+def _shards_absent(runs: list[tuple[str, Results]], fingerprint: dict[str, Any]) -> str | None:
+    """Parts of a run split with --shard=K/N: the merged fingerprint records which parts it holds, and what is
+    absent is said, since a part's cells never collected here cannot be listed as missing."""
+    parts = [(path, r.fingerprint["shard"]) for path, r in runs if isinstance(r.fingerprint.get("shard"), dict)]
+    if not parts:
+        return None
+    counts = {part["count"] for _, part in parts}
+    if len(counts) > 1:
+        raise ResultsError(f"{parts[-1][0]}: a part of {parts[-1][1]['count']} parts, merged with parts of "
+                           f"{parts[0][1]['count']} ({parts[0][0]}): give the parts of one split")
+    count, held = counts.pop(), sorted(part["index"] for _, part in parts)
+    fingerprint.pop("shard", None)
+    fingerprint["shards"] = {"count": count, "merged": held}
+    absent = [f"{k}/{count}" for k in range(1, count + 1) if k not in held]
+    return f"parts {', '.join(absent)} of the --shard split not merged: their cells are not in this chart" if absent else None

@@ -86,3 +86,34 @@ def test_costs_from_an_earlier_run_use_each_cells_work_then_its_rows_mean():
     assert cost(cells[2]) == 0.01  # a cell that was skipped there costs what it cost there
     assert cost(cells[3]) == 15.0  # never ran there: its row's mean
     assert cost(Cell("a", cells[0].wrapping, Path.OPCHECK)) is None  # a row that never ran there: the caller's estimate
+
+
+def _part(index: int, count: int, cells: list[Cell]) -> Results:
+    return Results(fingerprint={"mode": "gpu", "torch": "2.11", "shard": {"index": index, "count": count}},
+                   cells=[CellResult(c, Outcome.PASS) for c in cells])
+
+
+def test_merging_every_part_of_a_split_gives_one_complete_chart_that_says_which_parts_it_holds():
+    from harness.results import merge
+
+    parts = shard.partition(all_cells(["a", "b", "c"]), row_cost, 3)
+    merged = merge([(f"part{k}.json", _part(k, 3, cells)) for k, cells in enumerate(parts, 1)])
+    assert merged.complete and merged.interrupted is None and len(merged.cells) == len(all_cells(["a", "b", "c"]))
+    assert merged.fingerprint["shards"] == {"count": 3, "merged": [1, 2, 3]} and "shard" not in merged.fingerprint
+
+
+def test_a_part_left_out_of_the_merge_marks_the_chart_incomplete_and_names_the_part():
+    from harness.results import merge
+
+    parts = shard.partition(all_cells(["a", "b", "c"]), row_cost, 3)
+    merged = merge([("part1.json", _part(1, 3, parts[0])), ("part3.json", _part(3, 3, parts[2]))])
+    assert not merged.complete
+    assert merged.interrupted == "parts 2/3 of the --shard split not merged: their cells are not in this chart"
+
+
+def test_parts_of_two_different_splits_do_not_merge():
+    from harness.errors import ResultsError
+    from harness.results import merge
+
+    with pytest.raises(ResultsError, match="a part of 4 parts, merged with parts of 3"):
+        merge([("a.json", _part(1, 3, all_cells(["a"]))), ("b.json", _part(2, 4, all_cells(["b"])))])
