@@ -20,11 +20,11 @@ from harness.settings import ABOUT, DEFAULT_PROFILE, PROFILES
 # and reports/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 6.45, 'aoti_cpp_strict': 10.89, 'aoti_fresh_nonstrict': 120.2, 'aoti_nonstrict': 8.98, 'aoti_strict': 20.59,
-        'compile_cpp_wrapper': 18.27, 'compile_cudagraphs': 3.2, 'compile_default': 5.78, 'compile_dynamic': 5.66, 'compile_fullgraph': 6.37,
-        'compile_max_autotune': 6.14, 'compile_unbacked': 5.84, 'cpu_fallback': 0.21, 'eager': 7.51, 'export_nonstrict': 1.97,
-        'export_strict': 3.17, 'flop_counter': 20.34, 'opcheck': 1.5, 'tensor_subclass': 4.71, 'train_compile_default': 9.17,
-        'train_compile_fullgraph': 10.66, 'train_eager': 8.62, 'warm_cache_edit': 52.99,
+        'aoti_cpp_nonstrict': 4.14, 'aoti_cpp_strict': 7.3, 'aoti_fresh_nonstrict': 61.98, 'aoti_nonstrict': 3.78, 'aoti_strict': 13.97,
+        'compile_cpp_wrapper': 14.12, 'compile_cudagraphs': 3.32, 'compile_default': 2.96, 'compile_dynamic': 3.06, 'compile_fullgraph': 3.26,
+        'compile_max_autotune': 5.96, 'compile_unbacked': 3.45, 'cpu_fallback': 0.2, 'eager': 3.17, 'export_nonstrict': 1.36,
+        'export_strict': 2.08, 'flop_counter': 8.57, 'opcheck': 1.14, 'tensor_subclass': 1.19, 'train_compile_default': 6.11,
+        'train_compile_fullgraph': 7.13, 'train_eager': 4.3, 'warm_cache_edit': 15.84,
     },
     ('interpreter', 'quick'): {
         'aoti_cpp_nonstrict': 0.16, 'aoti_cpp_strict': 2.68, 'aoti_fresh_nonstrict': 1.72, 'aoti_nonstrict': 0.08, 'aoti_strict': 4.53,
