@@ -191,10 +191,11 @@ def busy_cores() -> tuple[float, float, int] | None:
     /proc/stat (Linux); None elsewhere."""
     try:
         with open("/proc/stat") as f:
-            fields_ = [float(v) for v in f.readline().split()[1:]]
-        cores = sum(1 for line in open("/proc/stat") if line.startswith("cpu") and line[3].isdigit())
+            lines = f.read().splitlines()
+        fields_ = [float(v) for v in lines[0].split()[1:]]
     except (OSError, ValueError, IndexError):
         return None
+    cores = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
     ticks = os.sysconf("SC_CLK_TCK")
     idle = fields_[3] + (fields_[4] if len(fields_) > 4 else 0.0)  # idle and iowait
     return (sum(fields_[:8]) - idle) / ticks, sum(fields_[:8]) / ticks, cores

@@ -235,11 +235,10 @@ class MatrixShard:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         cells = {cell: item for item in items if (cell := _cell_of(item)) is not None}
         parts = shard.partition(cells, shard_costs(config), self.part.count)
-        kept = {cells[cell] for cell in parts[self.part.index - 1]}
-        deselected = [item for item in items if item in cells.values() and item not in kept]
-        if deselected:
-            config.hook.pytest_deselected(items=deselected)
-            items[:] = [item for item in items if item not in deselected]
+        others = {cells[cell] for n, part in enumerate(parts, 1) if n != self.part.index for cell in part}
+        if others:
+            config.hook.pytest_deselected(items=[item for item in items if item in others])
+            items[:] = [item for item in items if item not in others]
 
 
 def _cell_of(item: pytest.Item) -> Cell | None:
