@@ -154,6 +154,9 @@ def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
         f"runner processes started     {f.process_starts}, median {_fmt(f.process_start_median_s, 1)} s each",
         f"the cells' CPU time          {f.cpu_s:.1f} s (their runner processes and the processes those waited for)",
     ]
+    if f.cores:
+        # The cells' CPU work cannot finish sooner on these cores, however the cells are ordered or split.
+        lines.append(f"CPU lower bound              {f.cpu_s / f.cores:.1f} s = the cells' CPU time / {f.cores} cores")
     if f.machine_busy is not None:
         lines.append(f"machine busy                 {f.machine_busy:.2f} of {f.cores} cores' time during the run (/proc/stat)")
     lines += [
