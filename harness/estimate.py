@@ -20,11 +20,11 @@ from harness.settings import ABOUT, DEFAULT_PROFILE, PROFILES
 # and reports/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 4.14, 'aoti_cpp_strict': 7.3, 'aoti_fresh_nonstrict': 61.98, 'aoti_nonstrict': 3.78, 'aoti_strict': 13.97,
-        'compile_cpp_wrapper': 14.12, 'compile_cudagraphs': 3.32, 'compile_default': 2.96, 'compile_dynamic': 3.06, 'compile_fullgraph': 3.26,
-        'compile_max_autotune': 5.96, 'compile_unbacked': 3.45, 'cpu_fallback': 0.2, 'eager': 3.17, 'export_nonstrict': 1.36,
-        'export_strict': 2.08, 'flop_counter': 8.57, 'opcheck': 1.14, 'tensor_subclass': 1.19, 'train_compile_default': 6.11,
-        'train_compile_fullgraph': 7.13, 'train_eager': 4.3, 'warm_cache_edit': 15.84,
+        'aoti_cpp_nonstrict': 6.56, 'aoti_cpp_strict': 8.18, 'aoti_fresh_nonstrict': 23.6, 'aoti_nonstrict': 2.26, 'aoti_strict': 8.69,
+        'compile_cpp_wrapper': 13.78, 'compile_cudagraphs': 6.0, 'compile_default': 3.32, 'compile_dynamic': 5.09, 'compile_fullgraph': 6.15,
+        'compile_max_autotune': 8.93, 'compile_unbacked': 6.98, 'cpu_fallback': 0.32, 'eager': 9.16, 'export_nonstrict': 0.83,
+        'export_strict': 2.21, 'flop_counter': 15.92, 'opcheck': 0.6, 'tensor_subclass': 2.38, 'train_compile_default': 9.15,
+        'train_compile_fullgraph': 10.31, 'train_eager': 9.4, 'warm_cache_edit': 17.64,
     },
     ('interpreter', 'quick'): {
         'aoti_cpp_nonstrict': 0.16, 'aoti_cpp_strict': 2.68, 'aoti_fresh_nonstrict': 1.72, 'aoti_nonstrict': 0.08, 'aoti_strict': 4.53,
