@@ -242,6 +242,12 @@ class Execution:
         from torch._dynamo.utils import counters
 
         counters.clear()
+        # An autotuner keeps the config it chose for each key for the life of the process. Left alone, a cell
+        # after another cell of the same case in this runner would not time the configs again, and what timing
+        # them does (every config run on the cell's own tensors: why reset_to_zero and restore_value exist)
+        # would depend on which cells this runner served before. Every cell starts as a new process does.
+        for autotuner in self.case.autotuners:
+            autotuner.cache.clear()
         with (_captured_warnings(self.result), degradation.watching(self.case.kernels) as watch,
               torch._inductor.config.patch(post_grad_custom_post_pass=self.observer.inductor_pass())):
             try:

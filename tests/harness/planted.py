@@ -102,6 +102,29 @@ def _launch_with(kernel_attr):
     return launch
 
 
+def _time_once(kernel_call, quantiles=None):
+    """The autotuner's timing, on Triton's interpreter too: one run of the config, the same time for each."""
+    kernel_call()
+    return [1.0, 1.0, 1.0] if quantiles else 1.0
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n_elements"], do_bench=_time_once)
+@triton.jit
+def accumulate_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    """out += in: each config the autotuner times adds in once more (it has no reset_to_zero for out)."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    total = tl.load(out_ptr + offsets, mask=mask) + tl.load(in_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, total, mask=mask)
+
+
+def _accumulate(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x).zero_()
+    n = x.numel()
+    k.accumulate_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    return out
+
+
 def _copy_twice(k, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     copy = _launch_with("copy_kernel")
     return copy(k, x), copy(k, x)
@@ -291,6 +314,8 @@ CASES = [
     _planted("planted_hidden_from_discovery", copy_kernel, _launch_with("copy_kernel"), reference=_hidden_copy),
     _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone()), dtypes=(torch.float32, torch.float16)),
     _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),
+    # the first call for each size times both configs on the caller's output, which then holds 3 x the input
+    _planted("planted_autotune_adds_up", accumulate_kernel, _accumulate),
     # a matmul's flops are 2*M*N*K (FlopCounterMode counts the reference so); this formula forgets the 2
     _planted(
         "planted_wrong_flops", matmul_kernel, _launch_matmul, reference=torch.mm, make_inputs=_matmul_inputs,

@@ -27,6 +27,16 @@ def test_wrong_result_is_wrong_with_error_and_smallest_example(run_planted):
     assert "differs from the reference" in result.message
 
 
+def test_every_cell_times_an_autotuned_kernel_again_as_a_new_process_would(run_planted):
+    # The planted autotuner adds into the caller's output each time it times a config: each size's first call
+    # comes out wrong. The same cell twice in one runner process: the second must not find the configs chosen.
+    first, again = run_planted("planted_autotune_adds_up"), run_planted("planted_autotune_adds_up")
+    for result in (first, again):
+        assert result.outcome is Outcome.WRONG and result.stage is Stage.RUN
+        assert "differs from the reference" in result.message
+    assert again.example == first.example
+
+
 def test_unwritten_output_cannot_pass(run_planted):
     result = run_planted("planted_unwritten")
     assert result.outcome is Outcome.WRONG
