@@ -47,9 +47,9 @@ def test_figures_bound_efficiency_overhead_and_memory_growth():
     assert growth["gw1"].gpu_growth_max_step_mb == 0.0
     text = bench.render(f, {"gpu": {"name": "test GPU"}}, "python -m harness bench")
     assert "efficiency                   0.750" in text and "| gw0 | 2 | 900 |" in text
-    assert "CPU lower bound" not in text  # without the machine's core count there is none
+    assert "CPU time per core" not in text  # without the machine's core count there is none
     f.cpu_s, f.cores = 48.0, 4
-    assert "CPU lower bound              12.0 s = the cells' CPU time / 4 cores" in bench.render(f, {}, "python -m harness bench")
+    assert "CPU time per core            12.0 s = the cells' CPU time / 4 cores" in bench.render(f, {}, "python -m harness bench")
 
 
 def test_version_1_results_files_still_load_with_their_timings_renamed():
