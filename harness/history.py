@@ -20,7 +20,7 @@ from harness.cell import Cell
 from harness.columns import STYLES, Wrapping
 from harness.errors import ResultsError
 from harness.outcome import CellResult, Outcome
-from harness.report import Verdict, judged, pass_counts, verdict
+from harness.report import Verdict, by_path_and_style, judged, pass_counts, verdict
 from harness.results import SAME_ENVIRONMENT, Results, merge
 from harness.rows import Path
 from harness.settings import DEFAULT_PROFILE
@@ -145,17 +145,10 @@ def steps(chart_columns: list[Column]) -> list[Step]:
 
 def chart(chart_columns: list[Column]) -> str:
     """A row per compile path, a column per environment; each entry says how every style fared there."""
-    grouped = [_by_path_and_style(column.results) for column in chart_columns]
+    grouped = [by_path_and_style(column.results.cells) for column in chart_columns]
     rows = [[path.spec.title, *[_entry(by_path.get(path)) for by_path in grouped]]
             for path in Path if any(path in by_path for by_path in grouped)]
     return tabulate(rows, headers=["row", *[column.heading for column in chart_columns]], tablefmt="github")
-
-
-def _by_path_and_style(results: Results) -> dict[Path, dict[Wrapping, list[CellResult]]]:
-    grouped: dict[Path, dict[Wrapping, list[CellResult]]] = {}
-    for cell in results.cells:
-        grouped.setdefault(cell.path, {}).setdefault(cell.wrapping, []).append(cell)
-    return grouped
 
 
 def _entry(by_style: dict[Wrapping, list[CellResult]] | None) -> str:
@@ -226,8 +219,12 @@ def _environments(chart_columns: list[Column]) -> str:
 
 def _cells_line(results: Results) -> str:
     line = f"{len(results.cells)}"
-    if not results.complete:
+    if results.missing:
         line += f"; incomplete: {len(results.missing)} never reported"
+    shards = results.fingerprint.get("shards")
+    if isinstance(shards, dict) and len(shards["merged"]) < shards["count"]:
+        held = ", ".join(f"{k}/{shards['count']}" for k in shards["merged"])
+        line += f"; part {held} of a --shard split" if len(shards["merged"]) == 1 else f"; parts {held} of a --shard split"
     return line
 
 

@@ -17,6 +17,7 @@ SKIP), junit XML carries it in properties, and `--lf` reruns the cells that did 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -570,8 +571,12 @@ class MatrixController:
         results.fingerprint["runner_threads"] = runner_threads(results.fingerprint["workers"])
         part = shard_of(self.config)
         if part is not None:  # `harness report` checks that the parts it merges are all of them
+            timings = self.config.getoption("shard_timings")
             results.fingerprint["shard"] = {"index": part.index, "count": part.count,
-                                            "balanced_by": self.config.getoption("shard_timings") or "the estimate's row means"}
+                                            "balanced_by": timings or "the estimate's row means"}
+            if timings:  # the same file under another path on another runner is the same split
+                with open(timings, "rb") as f:
+                    results.fingerprint["shard"]["timings_sha256"] = hashlib.sha256(f.read()).hexdigest()
         report_dir = self.report_dir()
         written = report.write(results, report_dir)
         baseline_notes = self._baseline(results)

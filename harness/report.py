@@ -225,12 +225,17 @@ def picture_lines(drawn: bool) -> list[str]:
             f"installed: `{matrix_picture.INSTALL}`, then `python -m harness report results.json --out DIR`.*"]
 
 
+def by_path_and_style(cells: list[CellResult]) -> dict[Path, dict[Wrapping, list[CellResult]]]:
+    """The cells by row, then by wrapping style: a chart's entries."""
+    grouped: dict[Path, dict[Wrapping, list[CellResult]]] = {}
+    for cell in cells:
+        grouped.setdefault(cell.path, {}).setdefault(cell.wrapping, []).append(cell)
+    return grouped
+
+
 def support_chart(results: Results, picture_drawn: bool = False) -> str:
     """The chart; `picture_drawn`: whether the matrix's picture lies beside it (see `write`)."""
-    results = judged(results)
-    by_path: dict[Path, dict[Wrapping, list[CellResult]]] = defaultdict(lambda: defaultdict(list))
-    for cell in results.cells:
-        by_path[cell.path][cell.wrapping].append(cell)
+    by_path = by_path_and_style(judged(results).cells)
     rows = []
     for path in Path:
         if path not in by_path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,8 +126,10 @@ def merge(runs: list[tuple[str, Results]]) -> Results:
     fingerprint = dict(first.fingerprint)
     if rest:
         fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
-    # A file re-rendered alone keeps its words: rendering is idempotent.
-    stopped = "; ".join(f"{path}: {r.interrupted}" if rest else r.interrupted for path, r in runs if r.interrupted) or None
+    # A file re-rendered alone keeps its words: rendering is idempotent. What an earlier merge said of absent
+    # --shard parts is said again below, from the parts held now.
+    said = [(path, _ABSENT_PARTS.sub("", r.interrupted).strip("; ")) for path, r in runs if r.interrupted]
+    stopped = "; ".join(f"{path}: {words}" if rest else words for path, words in said if words) or None
     parts_absent = _shards_absent(runs, fingerprint)
     if parts_absent:
         stopped = "; ".join(filter(None, [stopped, parts_absent]))
@@ -135,18 +138,42 @@ def merge(runs: list[tuple[str, Results]]) -> Results:
                    interrupted=stopped if missing or parts_absent else None)
 
 
+_ABSENT_PARTS = re.compile(r"parts [0-9/, ]+ of the --shard split not merged: their cells are not in this chart")
+
+
+def _parts_held(run: Results) -> tuple[tuple[Any, ...], list[int]] | None:
+    """The --shard parts a results file holds (a part's own record, or what an earlier merge recorded), with
+    what makes a split: the number of parts, the timings that balanced them, and the harness's commit."""
+    part, merged = run.fingerprint.get("shard"), run.fingerprint.get("shards")
+    commit = (run.fingerprint.get("git") or {}).get("commit")
+    if isinstance(part, dict):
+        return (part["count"], part.get("timings_sha256"), commit), [part["index"]]
+    if isinstance(merged, dict):
+        return (merged["count"], merged.get("timings_sha256"), commit), list(merged["merged"])
+    return None
+
+
 def _shards_absent(runs: list[tuple[str, Results]], fingerprint: dict[str, Any]) -> str | None:
     """Parts of a run split with --shard=K/N: the merged fingerprint records which parts it holds, and what is
-    absent is said, since a part's cells never collected here cannot be listed as missing."""
-    parts = [(path, r.fingerprint["shard"]) for path, r in runs if isinstance(r.fingerprint.get("shard"), dict)]
+    absent is said, since a part's cells never collected here cannot be listed as missing. Parts of another
+    split (another N, other --shard-timings, another commit's cost estimate), whose parts need not add up to
+    every cell, are refused."""
+    parts = [(path, held) for path, r in runs if (held := _parts_held(r)) is not None]
     if not parts:
         return None
-    counts = {part["count"] for _, part in parts}
-    if len(counts) > 1:
-        raise ResultsError(f"{parts[-1][0]}: a part of {parts[-1][1]['count']} parts, merged with parts of "
-                           f"{parts[0][1]['count']} ({parts[0][0]}): give the parts of one split")
-    count, held = counts.pop(), sorted(part["index"] for _, part in parts)
+    first_path, (split, _) = parts[0]
+    count, timings, commit = split
+    held: list[int] = []
+    for path, (other, indices) in parts:
+        if other[0] != count:
+            raise ResultsError(f"{path}: a part of {other[0]} parts, merged with parts of {count} ({first_path}): "
+                               "give the parts of one split")
+        if other != split:
+            raise ResultsError(f"{path}: a part of another split than {first_path}'s (balanced by other --shard-timings, "
+                               "or made by another commit): its parts and theirs need not add up to every cell; "
+                               "give the parts of one split")
+        held += indices
     fingerprint.pop("shard", None)
-    fingerprint["shards"] = {"count": count, "merged": held}
+    fingerprint["shards"] = {"count": count, "merged": sorted(held), **({"timings_sha256": timings} if timings else {})}
     absent = [f"{k}/{count}" for k in range(1, count + 1) if k not in held]
     return f"parts {', '.join(absent)} of the --shard split not merged: their cells are not in this chart" if absent else None

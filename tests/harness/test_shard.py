@@ -136,3 +136,25 @@ def test_the_parts_a_run_collects_with_shard_are_disjoint_and_together_every_cel
     whole, parts = collected(), [collected(f"--shard={k}/3") for k in (1, 2, 3)]
     assert whole and all(parts)
     assert set().union(*parts) == whole and sum(len(p) for p in parts) == len(whole)
+
+
+def test_parts_balanced_by_different_timings_do_not_merge():
+    from harness.errors import ResultsError
+    from harness.results import merge
+
+    first, second = _part(1, 2, all_cells(["a"])), _part(2, 2, all_cells(["b"]))
+    first.fingerprint["shard"]["timings_sha256"], second.fingerprint["shard"]["timings_sha256"] = "aaaa", "bbbb"
+    with pytest.raises(ResultsError, match="a part of another split than a.json's"):
+        merge([("a.json", first), ("b.json", second)])
+
+
+def test_a_merged_chart_merges_again_with_the_parts_it_lacked():
+    from harness.results import merge
+
+    parts = shard.partition(all_cells(["a", "b", "c"]), row_cost, 3)
+    partial = merge([("part1.json", _part(1, 3, parts[0]))])
+    again = merge([("merged.json", partial)])  # re-rendered alone: the same words, still incomplete
+    assert not again.complete and again.interrupted == partial.interrupted
+    assert again.interrupted == "parts 2/3, 3/3 of the --shard split not merged: their cells are not in this chart"
+    whole = merge([("merged.json", partial), ("part2.json", _part(2, 3, parts[1])), ("part3.json", _part(3, 3, parts[2]))])
+    assert whole.complete and whole.interrupted is None and whole.fingerprint["shards"] == {"count": 3, "merged": [1, 2, 3]}
