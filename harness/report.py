@@ -235,7 +235,8 @@ def by_path_and_style(cells: list[CellResult]) -> dict[Path, dict[Wrapping, list
 
 def support_chart(results: Results, picture_drawn: bool = False) -> str:
     """The chart; `picture_drawn`: whether the matrix's picture lies beside it (see `write`)."""
-    by_path = by_path_and_style(judged(results).cells)
+    results = judged(results)
+    by_path = by_path_and_style(results.cells)
     rows = []
     for path in Path:
         if path not in by_path:
