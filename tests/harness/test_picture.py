@@ -107,7 +107,7 @@ def test_the_committed_gpu_picture_and_chart_are_what_their_results_draw(tmp_pat
     pytest.importorskip("matplotlib")
     written = report.write(load(os.path.join(COMMITTED, "results.json")), str(tmp_path))
     assert str(tmp_path / picture.FILENAME) in written
-    for name in (picture.FILENAME, "SUPPORT.md"):
+    for name in (picture.FILENAME, "SUPPORT.md", "MATRIX.md"):
         with open(os.path.join(COMMITTED, name), "rb") as committed:
             assert (tmp_path / name).read_bytes() == committed.read(), f"reports/gpu/{name} is stale: re-render it"
 
