@@ -75,19 +75,6 @@ def kernel_name(kernel: Any) -> str:
     return name
 
 
-def _autotuners(kernels: tuple[Any, ...]) -> list[Any]:
-    from triton.runtime.autotuner import Autotuner
-
-    found: list[Any] = []
-    for kernel in kernels:
-        inner = kernel
-        while inner is not None and not inspect.isfunction(inner):
-            if isinstance(inner, Autotuner) and not any(inner is seen for seen in found):
-                found.append(inner)
-            inner = getattr(inner, "fn", None)
-    return found
-
-
 def resolved_signature(fn: Callable[..., Any]) -> inspect.Signature:
     """fn's signature with its annotations as types: a module with `from __future__ import annotations` has
     them as strings, which the schema inference, the Optional check and the autograd wrapping cannot read."""
@@ -309,12 +296,21 @@ class Case:
         """Configs its kernels' autotuners time. They time them again for every new key (a new input size),
         in every path that launches the kernel: 40-60 s a cell for three configs on the GPU runner, against
         about 1 s for the same kernel untuned."""
-        return sum(len(autotuner.configs) for autotuner in _autotuners(self.kernels))
+        return sum(len(autotuner.configs) for autotuner in self.autotuners)
 
     @property
     def autotuners(self) -> list[Any]:
         """The autotuners of its kernels and its backward's kernels, seen through @triton.heuristics."""
-        return _autotuners((*self.kernels, *(self.backward.kernels if self.backward is not None else ())))
+        from triton.runtime.autotuner import Autotuner
+
+        found: list[Any] = []
+        for kernel in (*self.kernels, *(self.backward.kernels if self.backward is not None else ())):
+            inner = kernel
+            while inner is not None and not inspect.isfunction(inner):
+                if isinstance(inner, Autotuner) and not any(inner is seen for seen in found):
+                    found.append(inner)
+                inner = getattr(inner, "fn", None)
+        return found
 
     def _signature(self, fn: Callable[..., Any], what: str) -> inspect.Signature:
         try:

@@ -158,3 +158,12 @@ def test_a_merged_chart_merges_again_with_the_parts_it_lacked():
     assert again.interrupted == "parts 2/3, 3/3 of the --shard split not merged: their cells are not in this chart"
     whole = merge([("merged.json", partial), ("part2.json", _part(2, 3, parts[1])), ("part3.json", _part(3, 3, parts[2]))])
     assert whole.complete and whole.interrupted is None and whole.fingerprint["shards"] == {"count": 3, "merged": [1, 2, 3]}
+
+
+def test_the_two_heaviest_groups_go_to_different_parts_whatever_their_names():
+    cells = all_cells(CASES)
+    names = sorted({shard.group(c) for c in cells})
+    heavy = {names[0], names[2]}  # two apart: a split that dealt the groups by name in turn would put them together
+    cost = lambda c: 1000.0 if shard.group(c) in heavy else 1.0  # noqa: E731
+    parts = shard.partition(cells, cost, 2)
+    assert [sum(shard.group(c) in heavy for c in part) > 0 for part in parts] == [True, True]

@@ -89,7 +89,7 @@ def test_costliest_cells_are_scheduled_first(tmp_path):
     from harness import estimate, registry
 
     proc = subprocess.run([sys.executable, "-m", "pytest", "--matrix", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           f"--report-dir={tmp_path}", "-k", "add-raw or add_autotuned-raw"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                           f"--report-dir={tmp_path}", "-k", "add-raw or add_autotuned-raw or add-control"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert list(tmp_path.iterdir()) == []  # collecting runs nothing, so it must not overwrite the last run's reports
     order = [Cell.parse(line.split("[", 1)[1].rstrip("]")) for line in proc.stdout.splitlines() if "test_cell[" in line]
     assert order, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -102,6 +102,10 @@ def test_costliest_cells_are_scheduled_first(tmp_path):
     assert expected == sorted(expected, reverse=True), [(c.id, e) for c, e in zip([c for c in order if c.case == "add"], expected)]
     assert expected[0] == max(estimate.MEASURED[(mode, profile)][p.value] for p in Path if estimate.cell_seconds(
         Cell("add", Wrapping.RAW, p), mode, profile, cases) != estimate.SKIPPED_CELL_S)
+    # In a row, the control first: a style that fails where its control failed is shown as the environment's.
+    for path in Path:
+        row = [c.wrapping for c in order if c.case == "add" and c.path is path]
+        assert not row or row[0] is Wrapping.CONTROL, (path, row)
 
 
 def test_a_case_counts_the_configs_its_autotuners_time():
