@@ -2,7 +2,8 @@
 
 `python -m harness report RESULTS.json [MORE.json ...] --out DIR` rewrites SUPPORT.md, MATRIX.md and
 results.json from results files, merging runs that were split (by `-k`, or across machines) as long as
-they measured the same environment.
+they measured the same environment; with `--rerun`, each later file re-ran cells of the earlier ones and
+its results replace theirs (the chart names the re-runs).
 
 `python -m harness diff OLD.json NEW.json [--out FILE]` compares two runs: exit 0 with no regressions,
 1 with regressions, 2 for bad input.
@@ -46,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     rep = commands.add_parser("report", help="write the reports from one or more results files (merged)")
     rep.add_argument("results", nargs="+", help="results.json files")
     rep.add_argument("--out", required=True, help="directory for SUPPORT.md, MATRIX.md, results.json")
+    rep.add_argument("--rerun", action="store_true",
+                     help="each later file re-ran some cells of the files before it: its results replace theirs")
     dif = commands.add_parser("diff", help="compare two results files: regressed, fixed, changed, new, missing")
     dif.add_argument("old")
     dif.add_argument("new")
@@ -87,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             return _diff(args.old, args.new, args.out)
         if args.command == "history":
             return _history(args.results, args.out)
-        merged = merge([(p, results_file.load(p)) for p in args.results])
+        merged = merge([(p, results_file.load(p)) for p in args.results], rerun=args.rerun)
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -106,6 +106,10 @@ def _environment_lines(results: Results) -> list[str]:
         f"{f' (CPU threads per runner: {t})' if (t := fp.get('runner_threads')) else ''}, wall time {results.wall_time_s or 0:.0f} s",
         f"- command: `{_shortened(str(fp.get('command')))}`; compile caches: {fp.get('caches', 'fresh')}",
     ]
+    for rerun in fp.get("reruns", []):
+        lines.append(f"- {len(rerun['cells'])} cells re-run on commit {str(rerun.get('commit'))[:12]}, {rerun.get('time')} "
+                     f"(`{_shortened(str(rerun.get('command')))}`), their results replacing the earlier run's: "
+                     "results.json's fingerprint lists them under \"reruns\"")
     skipped: dict[str, set[str]] = defaultdict(set)
     for cell in results.cells:
         for dtype, why in cell.dtypes_skipped.items():

@@ -103,12 +103,17 @@ def load(path: str) -> Results:
 SAME_ENVIRONMENT = ("mode", "torch", "triton", "cuda", "gpu", "compiler")
 
 
-def merge(runs: list[tuple[str, Results]]) -> Results:
+def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
     """Runs of one environment (split with `-k`, or across machines) as one run, in the order given. Raises
-    ResultsError naming a file that measured another environment or repeats an earlier file's cells."""
+    ResultsError naming a file that measured another environment or repeats an earlier file's cells.
+
+    With `rerun`, each later file is a re-run of some of the cells before it (`--lf`, `-k`, cells a change can
+    move): its results replace the earlier ones, and the merged fingerprint's "reruns" names, for each re-run,
+    its file, commit, time, command and the cells it replaced, so the chart says which cells came from which run."""
     (first_path, first), *rest = runs
     cells = {c.cell.id: c for c in first.cells}
     missing = set(first.missing)
+    reruns = list(first.fingerprint.get("reruns", []))
     for path, run in rest:
         for key in SAME_ENVIRONMENT:
             if run.fingerprint.get(key) != first.fingerprint.get(key):
@@ -117,14 +122,20 @@ def merge(runs: list[tuple[str, Results]]) -> Results:
                     f"{run.fingerprint.get(key)!r} vs {first.fingerprint.get(key)!r}); charts of different environments do not merge"
                 )
         duplicated = sorted(set(cells) & {c.cell.id for c in run.cells})
-        if duplicated:
-            raise ResultsError(f"{path}: cells already in an earlier file: {', '.join(duplicated[:10])}")
+        if duplicated and not rerun:
+            raise ResultsError(f"{path}: cells already in an earlier file: {', '.join(duplicated[:10])} "
+                               "(to fold a re-run of these cells over that file, give --rerun)")
+        if rerun:
+            reruns += run.fingerprint.get("reruns", [])
+            reruns.append(_rerun_record(path, run))
         cells.update({c.cell.id: c for c in run.cells})
         missing |= set(run.missing)
     missing -= set(cells)
-    wall = [r.wall_time_s for _, r in runs if r.wall_time_s is not None]
+    wall = [r.wall_time_s for _, r in (runs[:1] if rerun else runs) if r.wall_time_s is not None]
     fingerprint = dict(first.fingerprint)
-    if rest:
+    if reruns:
+        fingerprint["reruns"] = reruns
+    if rest and not rerun:
         fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
     # A file re-rendered alone keeps its words: rendering is idempotent. What an earlier merge said of absent
     # --shard parts is said again below, from the parts held now.
@@ -136,6 +147,12 @@ def merge(runs: list[tuple[str, Results]]) -> Results:
     return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing and not parts_absent,
                    missing=sorted(missing), wall_time_s=sum(wall) if wall else None,
                    interrupted=stopped if missing or parts_absent else None)
+
+
+def _rerun_record(path: str, run: Results) -> dict[str, Any]:
+    fp = run.fingerprint
+    return {"file": path, "commit": (fp.get("git") or {}).get("commit"), "time": fp.get("time"), "command": fp.get("command"),
+            "complete": run.complete, "cells": sorted(c.cell.id for c in run.cells)}
 
 
 _ABSENT_PARTS = re.compile(r"parts [0-9/, ]+ of the --shard split not merged: their cells are not in this chart")

@@ -16,6 +16,7 @@ from harness.errors import HarnessError
 from harness.outcome import first_line
 from harness.rows import Path
 from harness.wrapping import build as build_wrapping
+from harness.wrapping import operator
 
 
 class OpcheckFailed(HarnessError, AssertionError):
@@ -49,7 +50,7 @@ def _halves(inputs: tuple[Any, ...], part: str) -> tuple[Any, ...]:
 def programs(path: Path, case: Case, wrapping: Wrapping) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(program, reference) for a subsystem row."""
     if path is Path.OPCHECK:
-        op = build_wrapping(case, wrapping)
+        op = operator(case, wrapping)
 
         def opcheck(*inputs: Any) -> list[Any]:
             report = torch.library.opcheck(op, inputs, raise_exception=False)

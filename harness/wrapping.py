@@ -44,7 +44,7 @@ def launcher_namespace(**kernels: Any) -> types.SimpleNamespace:
     return types.SimpleNamespace(**kernels, empty_like=empty_like, empty=empty)
 
 
-# torch.library registrations are process-wide and cannot be repeated: build each once.
+# Built once a process: the styles' callables hold the operators and Functions registered for them.
 _built: dict[tuple[str, Wrapping, bool], Callable[..., Any]] = {}
 
 
@@ -220,26 +220,65 @@ def _register_flops(case: Case, op: Any) -> None:
     register_flop_formula(packet)(lambda *shapes, out_shape=None, **kwargs: formula(*shapes))
 
 
+_CALLER_TEMPLATE = """
+def {name}({args}):
+    return {callee}({args})
+"""
+
+
+def _caller(name: str, case: Case, callee: str, title: str, **names: Any) -> Callable[..., Any]:
+    """The plain function a user calls: the case's inputs as named parameters, passed to `callee` as written
+    in a model or a library's Python API (`Fn.apply(x, y)`, `torch.ops.tcm.op(x, y)`). The rows see this
+    function, never a bound `apply` or an operator object held as an attribute: strict export of a module
+    holding `Fn.apply` fails where the same Function called from a function passes (torch 2.11), a failure
+    no user meets."""
+    args = ", ".join(p.name for p in case.input_parameters())
+    source = _CALLER_TEMPLATE.format(name=name, args=args, callee=callee)
+    return _generated_module(f"{name}_caller", source, title, torch=torch, **names)[name]
+
+
 def _build(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Callable[..., Any]:
     if wrapping is Wrapping.CONTROL:
         return case.reference
 
     if wrapping is Wrapping.RAW:
+        # A plain function that launches the kernel: the shape users write already.
         k = kernel_namespace(case.kernels)
         return lambda *inputs: case.launch(k, *inputs)
 
     if wrapping is Wrapping.RAW_AUTOGRAD:
-        return _autograd_function(case).apply
+        function = _autograd_function(case)
+        return _caller(f"{case.name}_{wrapping.value}", case, f"{function.__name__}.apply",
+                       f"{case.name} calling its autograd.Function", **{function.__name__: function})
 
     if wrapping in OPERATOR_STYLES:
-        name = f"{case.name}_{wrapping.value}" + ("_cpu_fallback" if cpu_fallback else "")
-        op = _operator(name, case.launch, case.kernels, wrapping, case.mutates, lambda *inputs: case.reference(*inputs))
-        if case.backward is not None:
-            _register_autograd(case, op, wrapping)
-        if case.flops is not None and not cpu_fallback:
-            _register_flops(case, op)
-        if cpu_fallback:
-            op.register_kernel("cpu")(_signature_of(case.launch, name, lambda *inputs: case.reference(*inputs)))
-        return op
+        name = operator(case, wrapping, cpu_fallback)._name
+        return _caller(name, case, f"torch.ops.{OP_NAMESPACE}.{name}", f"{name} calling its operator")
 
     raise ValueError(f"unknown wrapping {wrapping!r}")
+
+
+# torch.library registrations are process-wide and cannot be repeated: register each once.
+_operators: dict[tuple[str, Wrapping, bool], Any] = {}
+
+
+def operator(case: Case, wrapping: Wrapping, cpu_fallback: bool = False) -> Any:
+    """The torch.library operator an operator style registers (what opcheck tests), its fake, autograd and
+    flop formula registered with it."""
+    assert wrapping in OPERATOR_STYLES, wrapping
+    key = (case.name, wrapping, cpu_fallback)
+    if key not in _operators:
+        _operators[key] = _register_operator(case, wrapping, cpu_fallback)
+    return _operators[key]
+
+
+def _register_operator(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Any:
+    name = f"{case.name}_{wrapping.value}" + ("_cpu_fallback" if cpu_fallback else "")
+    op = _operator(name, case.launch, case.kernels, wrapping, case.mutates, lambda *inputs: case.reference(*inputs))
+    if case.backward is not None:
+        _register_autograd(case, op, wrapping)
+    if case.flops is not None and not cpu_fallback:
+        _register_flops(case, op)
+    if cpu_fallback:
+        op.register_kernel("cpu")(_signature_of(case.launch, name, lambda *inputs: case.reference(*inputs)))
+    return op

@@ -134,6 +134,11 @@ def _identity(x):
     return x.clone()
 
 
+def _launch_traceable(k, x: torch.Tensor) -> torch.Tensor:
+    # PyTorch ops only: strict export traces it on any device, Triton's interpreter included.
+    return x * 2 + 1
+
+
 def _planted(name, kernel, launch, **overrides):
     fields = dict(
         name=name,
@@ -308,6 +313,8 @@ CASES = [
     _planted("planted_sums_in_fp32", row_sum_kernel, _row_sum_launcher(64), **ROW_SUM),
     _planted("planted_sums_half_the_row", row_sum_kernel, _row_sum_launcher(32), **ROW_SUM),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
+    _planted("planted_traceable", copy_kernel, _launch_traceable, reference=lambda x: x * 2 + 1,
+             backward=Backward(_doubling_backward)),
     _planted("planted_fp64_scalar", scale_by_kernel, _scale_by_half, reference=lambda x: x * 0.5),
     _planted("planted_defeats_mutation_analysis", copy_through_asm_kernel, _launch_with("copy_through_asm_kernel")),
     _planted("planted_in_place", double_in_place_kernel, _double_in_place, reference=_double_reference, mutates=frozenset({"x"})),

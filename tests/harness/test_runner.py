@@ -257,11 +257,22 @@ def test_a_triton_op_body_names_its_kernels_so_torchs_discovery_finds_them():
     from harness.columns import OP_NAMESPACE, Wrapping
 
     case = importlib.import_module("cases.add").CASE
-    op = wrapping.build(case, Wrapping.TRITON_OP)
+    op = wrapping.operator(case, Wrapping.TRITON_OP)
     found = discovery.get_triton_kernels_for_op(f"{OP_NAMESPACE}::{op._name.split('::')[-1]}")
     if os.environ.get("TRITON_INTERPRET") == "1" and not found:
         pytest.skip("torch's discovery does not resolve the interpreter's kernels (InterpretedFunction)")
     assert case.kernels[0] in found
+
+
+@pytest.mark.parametrize("style", ["raw", "raw_autograd", "triton_op", "custom_op"])
+def test_strict_export_sees_each_style_called_as_users_call_it(run_planted, style):
+    # A launcher strict export traces anywhere (PyTorch ops only), so only the calling shape can fail it. On torch
+    # 2.11, a module holding the Function's bound `apply` (the calling shape this replaced) failed strict export
+    # ("GetAttrVariable(AutogradFunctionVariable(), setup_context) has no type"); through a function calling
+    # Fn.apply(x), as users call it, it passes.
+    for path in ("export_strict", "train_eager"):
+        result = run_planted("planted_traceable", wrapping=style, path=path)
+        assert result.outcome is Outcome.PASS, (path, result.stage, result.message)
 
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="the interpreter's kernels cannot be compiled into a graph")

@@ -215,6 +215,25 @@ def test_report_command_merges_split_runs_of_one_environment(tmp_path, capsys):
     assert "already in an earlier file" in capsys.readouterr().err
 
 
+def test_a_rerun_folded_over_a_full_run_replaces_its_cells_and_the_chart_says_which_run_each_came_from(tmp_path):
+    full, rerun = tmp_path / "full.json", tmp_path / "rerun.json"
+    save(Results(fingerprint=FINGERPRINT, cells=[_result("add-raw-eager"), _result("add-raw_autograd-export_strict", Outcome.FAIL, Stage.EXPORT)],
+                 wall_time_s=100.0), str(full))
+    later = {**FINGERPRINT, "git": {"commit": "abc1234"}, "command": "pytest --matrix -k raw_autograd", "time": "T2"}
+    save(Results(fingerprint=later, cells=[_result("add-raw_autograd-export_strict")], wall_time_s=5.0), str(rerun))
+    assert cli(["report", str(full), str(rerun), "--rerun", "--out", str(tmp_path / "out")]) == 0
+    merged = load(str(tmp_path / "out" / "results.json"))
+    outcomes = {c.cell.id: c.outcome for c in merged.cells}
+    assert outcomes == {"add-raw-eager": Outcome.PASS, "add-raw_autograd-export_strict": Outcome.PASS}
+    assert merged.complete and merged.wall_time_s == 100.0
+    [record] = merged.fingerprint["reruns"]
+    assert (record["file"], record["commit"], record["cells"]) == (str(rerun), "abc1234", ["add-raw_autograd-export_strict"])
+    assert "1 cells re-run on commit abc1234, T2 (`pytest --matrix -k raw_autograd`)" in (tmp_path / "out" / "SUPPORT.md").read_text()
+    # the folded chart renders alone again, keeping its record of the re-run
+    assert cli(["report", str(tmp_path / "out" / "results.json"), "--out", str(tmp_path / "again")]) == 0
+    assert load(str(tmp_path / "again" / "results.json")).fingerprint["reruns"] == [record]
+
+
 def test_tutorial_chart_marks_where_measurements_disagree():
     from harness.report import tutorial_chart
 
@@ -429,6 +448,28 @@ def test_one_program_exported_strict_and_non_strict_has_one_digest_and_another_p
     batch = ({0: torch.export.Dim("batch", min=1, max=64)},)  # each export numbers its size symbols anew
     dynamic = [program_digest(torch.export.export(Scaled(2.0), (torch.randn(3, 4),), dynamic_shapes=batch, strict=s)) for s in (True, False)]
     assert dynamic[0] == dynamic[1] != strict
+
+
+def test_the_rows_call_each_style_through_a_plain_function_as_users_do():
+    # What export, compile and the other rows are handed: a function of the case's named inputs that calls the
+    # Function's apply or the operator through torch.ops, never the bound apply or the operator object itself.
+    import importlib
+    import inspect
+
+    from harness import wrapping
+    from harness.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
+
+    case = importlib.import_module("cases.scaled_add").CASE
+    expected = {
+        Wrapping.RAW_AUTOGRAD: "return scaled_add_function.apply(x, y, alpha, repeat)",
+        **{style: f"return torch.ops.{OP_NAMESPACE}.scaled_add_{style.value}(x, y, alpha, repeat)" for style in OPERATOR_STYLES},
+    }
+    for style, call in expected.items():
+        fn = wrapping.build(case, style)
+        assert inspect.isfunction(fn) and list(inspect.signature(fn).parameters) == ["x", "y", "alpha", "repeat"], style
+        assert inspect.getsource(fn).splitlines()[1].strip() == call, inspect.getsource(fn)
+    # opcheck is given the registered operator itself, which the style's function calls
+    assert wrapping.operator(case, Wrapping.CUSTOM_OP)._qualname == f"{OP_NAMESPACE}::scaled_add_custom_op"
 
 
 def test_a_triton_kernel_is_identified_by_its_code_and_settings_not_its_address():
