@@ -248,6 +248,7 @@ class Execution:
         # would depend on which cells this runner served before. Every cell starts as a new process does.
         for autotuner in self.case.autotuners:
             autotuner.cache.clear()
+        wrappings.take_unpoisoned()
         with (_captured_warnings(self.result), degradation.watching(self.case.kernels) as watch,
               torch._inductor.config.patch(post_grad_custom_post_pass=self.observer.inductor_pass())):
             try:
@@ -260,6 +261,8 @@ class Execution:
                     self.time()
             except _DECIDED as exc:
                 _record(self.result, exc)
+        self.result.unchecked += [f"unwritten elements of {what}: allocated unpoisoned, as written (torch.empty_like), since Inductor "
+                                  "cannot compile a filled tensor of that layout" for what in wrappings.take_unpoisoned()]
         if self.result.outcome is Outcome.PASS:
             self.result.degradations = self._degradations(watch)
         self.result.graph_breaks = sum(counters["graph_break"].values())

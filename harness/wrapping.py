@@ -24,7 +24,46 @@ def _poison_value(dtype: torch.dtype) -> Any:
 # Allocated already filled (full/full_like), never filled in place: an in-place fill of a fresh output
 # inside an autograd.Function changes what torch.compile does with its gradients, and users do not write it.
 def empty_like(tensor: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+    if _unfoldable_fill(tensor, kwargs):
+        _unpoisoned.add("an output whose layout its sizes leave undecided (a transposed view's with an unbacked batch)")
+        return torch.empty_like(tensor, **kwargs)
     return torch.full_like(tensor, _poison_value(kwargs.get("dtype") or tensor.dtype), **kwargs)
+
+
+# What this process's allocations left unpoisoned since the last take_unpoisoned(), said in the cell's result.
+_unpoisoned: set[str] = set()
+
+
+def _unfoldable_fill(tensor: torch.Tensor, kwargs: dict[str, Any]) -> bool:
+    """Whether a filled tensor of this layout fails to compile where the user's torch.empty_like compiles.
+    Inductor's constant folding (constant_fold_uniform_value) asks whether a filled tensor is contiguous; where
+    the sizes leave that undecided (a transposed view's layout with an unbacked batch: contiguous only if the
+    batch is 0 or 1) the question guards on the unbacked size and the whole compile fails (torch 2.11 to 2.13):
+    a failure of the poison, not of the case. Asked without guarding (statically_known_true, which Dynamo
+    traces), so the launcher compiles as it would with the user's allocation: eager tensors and every layout
+    the sizes decide keep their poison."""
+    if kwargs.get("memory_format", torch.preserve_format) is not torch.preserve_format:
+        return False
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    expected: Any = 1  # the stride a dense row-major layout has at this dim
+    for size, stride in reversed(list(zip(tensor.shape, tensor.stride()))):
+        if statically_known_true(size == 1):
+            continue  # a dim of size 1 may have any stride
+        if statically_known_true(stride != expected):
+            return False  # decided: not dense
+        if not statically_known_true(stride == expected):
+            return True
+        expected = expected * size
+    return False
+
+
+def take_unpoisoned() -> list[str]:
+    """The outputs allocated without poison since the last call: an element the kernel does not write there
+    goes unnoticed."""
+    taken = sorted(_unpoisoned)
+    _unpoisoned.clear()
+    return taken
 
 
 def empty(*size: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.Tensor:

@@ -134,6 +134,17 @@ def _identity(x):
     return x.clone()
 
 
+def _double_into_alike(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)  # a transposed input's layout: Inductor cannot constant-fold a filled tensor of it with an unbacked size
+    out.copy_(x * 2)
+    return out
+
+
+def _transposed(shape, dtype, device, generator):
+    rows, cols = shape
+    return (torch.randn((cols, rows), generator=generator).to(device=device, dtype=dtype).t(),)
+
+
 def _launch_traceable(k, x: torch.Tensor) -> torch.Tensor:
     # PyTorch ops only: strict export traces it on any device, Triton's interpreter included.
     return x * 2 + 1
@@ -315,6 +326,8 @@ CASES = [
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
     _planted("planted_traceable", copy_kernel, _launch_traceable, reference=lambda x: x * 2 + 1,
              backward=Backward(_doubling_backward)),
+    _planted("planted_transposed_output", copy_kernel, _double_into_alike, reference=lambda x: x * 2, make_inputs=_transposed,
+             shapes=inputs.shapes(64, 80), example_shape=(8, 65)),
     _planted("planted_fp64_scalar", scale_by_kernel, _scale_by_half, reference=lambda x: x * 0.5),
     _planted("planted_defeats_mutation_analysis", copy_through_asm_kernel, _launch_with("copy_through_asm_kernel")),
     _planted("planted_in_place", double_in_place_kernel, _double_in_place, reference=_double_reference, mutates=frozenset({"x"})),

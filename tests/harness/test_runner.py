@@ -275,6 +275,17 @@ def test_strict_export_sees_each_style_called_as_users_call_it(run_planted, styl
         assert result.outcome is Outcome.PASS, (path, result.stage, result.message)
 
 
+def test_an_output_inductor_cannot_fill_under_an_unbacked_size_is_allocated_as_written_and_the_cell_says_so(run_planted):
+    # A full_like of a transposed layout with an unbacked batch fails Inductor's constant folding (it guards on the
+    # unbacked size); the user's torch.empty_like compiles. The poison must not be what fails the cell.
+    result = run_planted("planted_transposed_output", wrapping="raw", path="compile_unbacked")
+    assert result.outcome is Outcome.PASS, (result.stage, result.message)
+    assert any(u.startswith("unwritten elements of an output whose layout its sizes leave undecided") for u in result.unchecked), result.unchecked
+    for path in ("eager", "export_strict"):  # poisoned as ever where the sizes decide the layout (a backed batch here)
+        other = run_planted("planted_transposed_output", wrapping="raw", path=path)
+        assert other.outcome is Outcome.PASS and other.unchecked == [], (path, other.message, other.unchecked)
+
+
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="the interpreter's kernels cannot be compiled into a graph")
 
 
