@@ -74,8 +74,22 @@ def _failure(stage: Stage, error: BaseException, called: bool = False) -> StageF
     Inductor or Triton compilation error is a compile failure, whichever stage announced the call."""
     if called:
         error = _pending_device_fault() or error
-        stage = Stage.COMPILE if isinstance(error, compile_stage_exception_types()) else Stage.RUN
+        stage = Stage.COMPILE if isinstance(error, compile_stage_exception_types()) or _raised_while_tracing(error) else Stage.RUN
     return StageFailure(stage, error)
+
+
+# Dynamo's frame conversion and symbolic interpreter: on the stack only while Dynamo traces a call, never while
+# compiled code runs. An error they raise unwrapped (an internal AssertionError) is a failure to compile the call.
+_TRACING_FILES = (os.path.join("_dynamo", "convert_frame.py"), os.path.join("_dynamo", "symbolic_convert.py"))
+
+
+def _raised_while_tracing(error: BaseException) -> bool:
+    frame = error.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code.co_filename.endswith(_TRACING_FILES):
+            return True
+        frame = frame.tb_next
+    return False
 
 
 def _type_name(error: BaseException) -> str:

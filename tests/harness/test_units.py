@@ -472,6 +472,33 @@ def test_the_rows_call_each_style_through_a_plain_function_as_users_do():
     assert wrapping.operator(case, Wrapping.CUSTOM_OP)._qualname == f"{OP_NAMESPACE}::scaled_add_custom_op"
 
 
+def test_an_error_dynamo_raises_unwrapped_while_tracing_a_call_is_a_compile_failure_and_one_from_running_code_is_not(monkeypatch):
+    # Dynamo lets some internal errors through as they are (an AssertionError from its interpreter, as
+    # "ListVariable(length=3) is already tracked for mutation" on torch 2.11): the compiled call never ran.
+    import torch._dynamo.symbolic_convert as interpreter
+
+    from harness.execute import _failure
+    from harness.outcome import Stage
+
+    def step(self):
+        raise AssertionError("planted: Dynamo's interpreter asserts while tracing")
+
+    torch._dynamo.reset()
+    with monkeypatch.context() as patched:
+        patched.setattr(interpreter.InstructionTranslatorBase, "step", step)
+        with pytest.raises(AssertionError) as traced:
+            torch.compile(lambda x: x + 1, fullgraph=True)(torch.ones(3))
+    torch._dynamo.reset()
+    assert _failure(Stage.RUN, traced.value, called=True).stage is Stage.COMPILE
+
+    def run(x):
+        raise AssertionError("planted: the compiled code's own assertion")
+
+    with pytest.raises(AssertionError) as ran:
+        run(torch.ones(3))
+    assert _failure(Stage.COMPILE, ran.value, called=True).stage is Stage.RUN
+
+
 def test_a_triton_kernel_is_identified_by_its_code_and_settings_not_its_address():
     from harness.builders import _kernel_identity
     from harness import registry
