@@ -1,6 +1,6 @@
 """The cases as a table: what each one tests and which inputs hypothesis draws for it.
 
-`python -m harness cases` prints it; the README's case list is this table, checked by a test.
+`python -m harness cases` prints it; docs/cases.md's case list is this table, checked by a test.
 """
 
 from __future__ import annotations

@@ -300,13 +300,13 @@ def test_scalar_inputs_are_drawn_where_the_artifact_is_made_per_call_and_fixed_w
     assert "repeat=3" in str(Example(torch.float32, (5,), 0, (("repeat", 3),)))
 
 
-def test_the_readmes_case_table_is_the_generated_one():
+def test_the_docs_case_table_is_the_generated_one():
     from harness import catalog
 
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
-    copy = readme.split("<!-- cases: python -m harness cases -->\n")[1].split("\n<!-- end cases -->")[0]
+    doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "cases.md")).read()
+    copy = doc.split("<!-- cases: python -m harness cases -->\n")[1].split("\n<!-- end cases -->")[0]
     cases = registry.load().cases
-    assert copy == catalog.table(cases.values()), "the README's case table is stale: paste `python -m harness cases` into it"
+    assert copy == catalog.table(cases.values()), "docs/cases.md's case table is stale: paste `python -m harness cases` into it"
     row = next(line for line in copy.splitlines() if line.startswith("| `scaled_add`"))
     assert "(1..4096)" in row and "`repeat`: sampled_from([1, 2, 3])" in row and "traced with alpha=0.5, repeat=1" in row
     assert "(0..64, 0..300)" in next(line for line in copy.splitlines() if line.startswith("| `maybe_empty`"))
