@@ -2,9 +2,9 @@
 
 Exceptions from PyTorch, Triton and a case's own code are foreign: `harness.execute` maps them to a cell's
 outcome in one place (a StageFailure, a CaseCodeError). An exception defined elsewhere in the harness
-derives from HarnessError too; those whose names a results file records as a cell's `error_type`
-(cpp_runtime.BuildFailure and RuntimeFailure, subsystems.OpcheckFailed) stay in their modules so that the
-recorded name does not change.
+derives from HarnessError too. A results file records a harness exception as `harness.<Class>` whichever module
+defines it (harness.execute._type_name), so a module can move without changing recorded data; class names are
+unique across the harness for that reason.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from harness import wrapping as wrappings
 from harness.case import Case, Example, dtype_name
 from harness.cell import Cell
 from harness.columns import OP_NAMESPACE, Wrapping
-from harness.errors import CaseCodeError, HarnessFault, Mismatch, StageFailure
+from harness.errors import CaseCodeError, HarnessError, HarnessFault, Mismatch, StageFailure
 from harness.numerics import assert_close, flatten
 from harness.observer import GraphObserver
 from harness.outcome import CellResult, Outcome, Stage, Timings, detail, first_line
@@ -93,8 +93,14 @@ def _raised_while_tracing(error: BaseException) -> bool:
 
 
 def _type_name(error: BaseException) -> str:
+    """The error kind a results file records: a builtin by its name, the harness's own by `harness.<Class>`
+    whichever module defines it (so moving a module changes no recorded data), any other by its module path."""
     kind = type(error)
-    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    if kind.__module__ == "builtins":
+        return kind.__name__
+    if isinstance(error, HarnessError):
+        return f"harness.{kind.__qualname__}"
+    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _record(result: CellResult, exc: BaseException) -> None:

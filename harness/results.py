@@ -15,8 +15,17 @@ from harness.errors import CellIdError, ResultsError
 from harness.outcome import CellResult
 
 SCHEMA = "triton-compat-matrix/results"
-VERSION = 2
-READABLE = (1, 2)  # version 1 differs only in the names of the timings, which load() renames
+VERSION = 3
+# Version 1 differs in the names of the timings, which load() renames; versions 1 and 2 record the harness's own
+# exceptions by module path (harness.cpp_runtime.RuntimeFailure), which load() reads as the kind version 3
+# records (harness.RuntimeFailure), so a module's move changes no recorded data and old and new runs compare.
+READABLE = (1, 2, 3)
+_HARNESS_MODULE_PATH = re.compile(r"^harness\.(?:[a-z_]\w*\.)+([A-Z]\w*)$")
+
+
+def stable_error_kind(error_type: str | None) -> str | None:
+    """`harness.<Class>` for a harness exception recorded by its module path; any other error kind as it is."""
+    return _HARNESS_MODULE_PATH.sub(r"harness.\1", error_type) if error_type else error_type
 
 
 @dataclass
@@ -80,10 +89,10 @@ def load(path: str) -> Results:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ResultsError(f"{path}: not a triton-compat-matrix results file (no \"schema\": \"{SCHEMA}\")")
     if data.get("version") not in READABLE:
-        readable = " and ".join(str(v) for v in READABLE)
+        readable = ", ".join(str(v) for v in READABLE)
         raise ResultsError(f"{path}: results schema version {data.get('version')!r}; this harness reads versions {readable}")
     try:
-        cells = [CellResult.from_json(c) for c in data["cells"]]
+        cells = [CellResult.from_json({**c, "error_type": stable_error_kind(c.get("error_type"))}) for c in data["cells"]]
         return Results(
             fingerprint=data["fingerprint"],
             cells=cells,

@@ -18,7 +18,7 @@ from harness.errors import Mismatch, ResultsError
 from harness.numerics import assert_close
 from harness.outcome import CellResult, Outcome, Stage
 from harness.report import blame_environment, support_chart
-from harness.results import Results, load, merge, save
+from harness.results import Results, dumps, load, merge, save
 from harness.rows import Path
 
 from tests.harness.conftest import PLANTED
@@ -192,11 +192,38 @@ def test_results_round_trip_and_bad_files_are_named(tmp_path):
     with pytest.raises(ResultsError, match="not a triton-compat-matrix results file"):
         load(str(other))
     newer = tmp_path / "newer.json"
-    newer.write_text(path.read_text().replace('"version": 2', '"version": 99'))
+    newer.write_text(path.read_text().replace('"version": 3', '"version": 99'))
     with pytest.raises(ResultsError, match="schema version 99"):
         load(str(newer))
     with pytest.raises(ResultsError, match="cannot read"):
         load(str(tmp_path / "absent.json"))
+
+
+def test_a_harness_error_is_recorded_by_its_kind_and_older_files_module_paths_read_as_that_kind(tmp_path):
+    # Results record harness.<Class>, not the module that defines it, so a module's move changes no recorded
+    # data; a version-2 file's module paths load as those kinds, and its cells compare unchanged with new ones.
+    from harness.diff import compare
+    from harness.execute import _failure, _record
+    from harness.subsystems import OpcheckFailed
+
+    now = CellResult(Cell.parse("add-triton_op-opcheck"), Outcome.PASS)
+    _record(now, _failure(Stage.RUN, OpcheckFailed("1 of 4 opcheck tests fail")))
+    assert now.error_type == "harness.OpcheckFailed"
+    _record(now, _failure(Stage.RUN, AssertionError("a builtin")))
+    assert now.error_type == "AssertionError"
+    _record(now, _failure(Stage.RUN, torch._dynamo.exc.UserError(torch._dynamo.exc.UserErrorType.DYNAMIC_CONTROL_FLOW, "x")))
+    assert now.error_type == "torch._dynamo.exc.UserError"
+
+    old = tmp_path / "v2.json"
+    save(Results(fingerprint=FINGERPRINT, cells=[_result("add-custom_op-aoti_cpp_strict", Outcome.FAIL, Stage.AOT_LOAD)]), str(old))
+    data = json.loads(old.read_text())
+    data["version"], data["cells"][0]["error_type"] = 2, "harness.cpp_runtime.RuntimeFailure"
+    old.write_text(json.dumps(data))
+    [cell] = load(str(old)).cells
+    assert cell.error_type == "harness.RuntimeFailure"
+    new = CellResult(Cell.parse("add-custom_op-aoti_cpp_strict"), Outcome.FAIL, stage=Stage.AOT_LOAD, error_type="harness.RuntimeFailure")
+    assert compare(load(str(old)), Results(fingerprint=FINGERPRINT, cells=[new])).unchanged == 1
+    assert json.loads(dumps(load(str(old))))["version"] == 3
 
 
 def test_report_command_merges_split_runs_of_one_environment(tmp_path, capsys):
