@@ -36,10 +36,10 @@ def child(case_name: str, wrapping_name: str, dtype_name: str, options: dict, ou
     import torch._inductor.cpp_builder as cpp_builder
 
     sys.path.insert(0, os.getcwd())
-    from harness import registry
-    from harness import wrapping as wrappings
-    from harness.case import Example
-    from harness.builders import _Program, dynamic_batch
+    from harness.authoring import registry
+    from harness.execution import wrapping as wrappings
+    from harness.authoring.case import Example
+    from harness.execution.builders import _Program, dynamic_batch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     case = registry.load(["cases"]).cases[case_name]
@@ -59,7 +59,7 @@ def child(case_name: str, wrapping_name: str, dtype_name: str, options: dict, ou
 
     cpp_builder.CppBuilder.build = timed_build
     phases: list[dict] = []
-    from harness.observer import GraphObserver
+    from harness.execution.observer import GraphObserver
 
     # As in a matrix cell: the graph observer's pass has no cache key, so Inductor's FX graph cache is bypassed.
     patches = {k: v for k, v in options.items() if k != "env"}

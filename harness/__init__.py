@@ -12,8 +12,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_CASE_API = {"Backward": "harness.case", "Case": "harness.case", "Example": "harness.case", "Tolerance": "harness.case",
-             "CaseError": "harness.errors", "inputs": "harness.inputs"}
+_CASE_API = {"Backward": "harness.authoring.case", "Case": "harness.authoring.case", "Example": "harness.authoring.case",
+             "Tolerance": "harness.authoring.case",
+             "CaseError": "harness.model.errors", "inputs": "harness.authoring.inputs"}
 
 __all__ = sorted(_CASE_API)
 

@@ -31,10 +31,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness import report
-from harness import results as results_file
-from harness.errors import ResultsError
-from harness.results import merge
+from harness.model import results as results_file
+from harness.model.errors import ResultsError
+from harness.model.results import merge
+from harness.reporting import report
 
 # The commands that run pytest, and take the arguments they do not know as pytest's.
 _RUN_PYTEST = ("run", "bench", "repeat")
@@ -76,13 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cases":
         return _cases(args.cases)
     if args.command == "repeat":
-        from harness import repeat
+        from harness.tools import repeat
 
         if args.results:
             return repeat.compare_files(args.results, args.out)
         return repeat.run(args.runs, args.out, pytest_args, args.concurrent)
     if args.command == "bench":
-        from harness import bench
+        from harness.tools import bench
 
         return bench.main(pytest_args, args.out, args.report_dir)
     try:
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _diff(old_path: str, new_path: str, out: str | None) -> int:
-    from harness import diff
+    from harness.reporting import diff
 
     old, new = results_file.load(old_path), results_file.load(new_path)
     result = diff.compare(old, new)
@@ -115,7 +115,7 @@ def _diff(old_path: str, new_path: str, out: str | None) -> int:
 
 
 def _history(paths: list[str], out: str | None) -> int:
-    from harness import history
+    from harness.reporting import history
 
     text, broke = history.history(paths)
     if out:
@@ -130,13 +130,13 @@ def _history(paths: list[str], out: str | None) -> int:
 def _run(pytest_args: list[str]) -> int:
     import pytest
 
-    from harness.bench import matrix_args
+    from harness.tools.launch import matrix_args
 
     return int(pytest.main(matrix_args(pytest_args)))
 
 
 def _cases(specs: list[str] | None) -> int:
-    from harness import catalog, registry
+    from harness.authoring import catalog, registry
 
     loaded = registry.load(specs or [registry.BUILTIN])
     print(catalog.table(loaded.cases.values()))

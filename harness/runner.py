@@ -27,10 +27,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.cell import Cell
-from harness.errors import RunnerDied
-from harness.outcome import CellResult, Memory, Outcome, Stage
-from harness.settings import Settings
+from harness.model.cell import Cell
+from harness.model.errors import RunnerDied
+from harness.model.outcome import CellResult, Memory, Outcome, Stage
+from harness.model.settings import Settings
 
 LOG_TAIL_LINES = 40
 INDUCTOR_CACHE = "inductor-cache"  # inside a run's cache directory
@@ -407,17 +407,17 @@ def main(case_modules: list[str]) -> None:
 
     import torch
 
-    from harness import registry
-    from harness.execute import Execution
+    from harness.authoring import registry
+    from harness.execution.execute import Execution
 
     cases = registry.load(case_modules).cases  # the plugin reports the problems
-    from harness.probe import broken_dtypes
+    from harness.environment.probe import broken_dtypes
 
     phase("cases")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     _configure_torch()
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        from harness import vec_isa
+        from harness.environment import vec_isa
 
         vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"])
     broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))

@@ -4,11 +4,11 @@ import tempfile
 
 import pytest
 
-from harness.cell import Cell
-from harness.columns import Wrapping
-from harness.rows import Path
+from harness.model.cell import Cell
+from harness.model.columns import Wrapping
+from harness.model.rows import Path
+from harness.model.settings import Settings
 from harness.runner import Runner, runner_env
-from harness.settings import Settings
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted.py")
 

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from harness import cpp_runtime
-from harness.outcome import Outcome, Stage
+from harness.execution import cpp_runtime
+from harness.model.outcome import Outcome, Stage
 
 
 @pytest.fixture(scope="module")

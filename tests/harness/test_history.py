@@ -8,11 +8,11 @@ import sys
 import pytest
 
 from harness.__main__ import main as cli
-from harness.cell import Cell
-from harness.columns import Wrapping
-from harness.outcome import CellResult, Outcome, Stage
-from harness.results import Results, save
-from harness.rows import Path
+from harness.model.cell import Cell
+from harness.model.columns import Wrapping
+from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.results import Results, save
+from harness.model.rows import Path
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 

@@ -1,4 +1,4 @@
-"""The matrix's picture (harness.picture): each square its cell's colour, the same bytes for the same results,
+"""The matrix's picture (harness.reporting.picture): each square its cell's colour, the same bytes for the same results,
 shown in SUPPORT.md where matplotlib is installed and explained where it is not. No torch here: these tests
 run where the results tools run."""
 
@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from harness import picture, report
-from harness.cell import Cell
-from harness.outcome import CellResult, Outcome, Stage
-from harness.results import Results, load, save
+from harness.model.cell import Cell
+from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.results import Results, load, save
+from harness.reporting import picture, report
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 COMMITTED = os.path.join(ROOT, "reports", "gpu")
@@ -35,7 +35,7 @@ PLANTED = {
     "beta-control-aoti_strict": (Outcome.CRASH, Stage.AOT_LOAD),
 }
 NEVER_REPORTED = "gamma-raw-aoti_strict"
-EXPECTED = {  # written out, not derived from harness.picture: the test checks its choices
+EXPECTED = {  # written out, not derived from harness.reporting.picture: the test checks its choices
     **{cell: picture.PASS for cell, (outcome, _) in PLANTED.items() if outcome is Outcome.PASS},
     "beta-raw-compile_fullgraph": picture.FAIL,
     "beta-raw-aoti_strict": picture.ENVIRONMENT,
@@ -129,7 +129,7 @@ def test_without_matplotlib_support_says_how_to_get_the_picture_and_an_earlier_p
     out.mkdir()
     (out / picture.FILENAME).write_bytes(b"a picture of other results")
     code = WITHOUT_MATPLOTLIB + (
-        "from harness import picture; from harness.results import Results\n"
+        "from harness.reporting import picture; from harness.model.results import Results\n"
         "try:\n    picture.draw(Results(fingerprint={}, cells=[]))\nexcept picture.Unavailable as exc:\n    print('UNAVAILABLE', exc)\n"
         f"from harness.__main__ import main; sys.exit(main(['report', {str(results_path)!r}, '--out', {str(out)!r}]))"
     )

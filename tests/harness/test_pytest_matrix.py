@@ -12,8 +12,8 @@ import time
 import pytest
 import torch
 
-from harness import picture, report
-from harness.results import load
+from harness.model.results import load
+from harness.reporting import picture, report
 from tests.harness.conftest import PLANTED
 
 REPORTS = ("results.json", "MATRIX.md", "SUPPORT.md")
@@ -119,7 +119,7 @@ def test_an_interrupted_run_leaves_the_old_reports_or_new_ones_marked_incomplete
     # Read what arrives, not lines: pytest ends a test's status line only when it starts the next one.
     threading.Thread(target=lambda: output.extend(iter(lambda: os.read(proc.stdout.fileno(), 65536).decode(errors="replace"), "")), daemon=True).start()
     deadline = time.monotonic() + 120
-    while not ((tmp_path / "hanging").exists() and all(f"PASSED harness/matrix.py::test_cell[{c}]" in "".join(output) for c in done)):
+    while not ((tmp_path / "hanging").exists() and all(f"PASSED harness/plugin/matrix.py::test_cell[{c}]" in "".join(output) for c in done)):
         assert proc.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the hanging cell began: " + "".join(output)[-2000:]
         time.sleep(0.5)
     {"ctrl-c": lambda: os.killpg(proc.pid, signal.SIGINT), "sigterm": lambda: proc.send_signal(signal.SIGTERM),
@@ -317,7 +317,7 @@ def test_bench_passes_an_interrupt_to_its_matrix_run_and_reports_the_cells_that_
 
 
 def test_the_commands_that_run_pytest_pass_on_the_arguments_they_do_not_know_in_order():
-    from harness.bench import matrix_command
+    from harness.tools.launch import matrix_command
 
     command = matrix_command(["-k", "aoti and strict", "--cases", "my.py", "-p", "no:randomly"], "out")
     assert command[command.index("--matrix") + 1:] == ["-n", "auto", "-k", "aoti and strict", "--cases=my.py", "-p", "no:randomly"]

@@ -12,9 +12,8 @@ import tempfile
 import pytest
 import torch
 
-from harness.outcome import Outcome, Stage
+from harness.model.outcome import Outcome, Stage
 from harness.runner import Runner, runner_env
-
 from tests.harness.conftest import PLANTED
 
 
@@ -97,7 +96,7 @@ def test_one_process_per_cell_when_asked(run_planted):
 
 
 def test_the_cases_own_code_raising_is_the_cases_error_not_the_harness(run_planted):
-    from harness.report import label
+    from harness.reporting.report import label
 
     refused = run_planted("planted_inputs_fail_on_large_shapes")
     assert (refused.outcome, refused.stage, refused.fault) == (Outcome.ERROR, Stage.SETUP, "case")
@@ -253,8 +252,8 @@ def test_a_triton_op_body_names_its_kernels_so_torchs_discovery_finds_them():
 
     import torch._library.triton as discovery
 
-    from harness import wrapping
-    from harness.columns import OP_NAMESPACE, Wrapping
+    from harness.execution import wrapping
+    from harness.model.columns import OP_NAMESPACE, Wrapping
 
     case = importlib.import_module("cases.add").CASE
     op = wrapping.operator(case, Wrapping.TRITON_OP)

@@ -4,12 +4,12 @@ import random
 
 import pytest
 
-from harness import shard
-from harness.cell import Cell, all_cells
-from harness.errors import UsageError
-from harness.outcome import CellResult, Outcome
-from harness.results import Results
-from harness.rows import Path
+from harness.model.cell import Cell, all_cells
+from harness.model.errors import UsageError
+from harness.model.outcome import CellResult, Outcome
+from harness.model.results import Results
+from harness.model.rows import Path
+from harness.plugin import shard
 
 CASES = [f"case{n}" for n in range(12)]
 
@@ -94,7 +94,7 @@ def _part(index: int, count: int, cells: list[Cell]) -> Results:
 
 
 def test_merging_every_part_of_a_split_gives_one_complete_chart_that_says_which_parts_it_holds():
-    from harness.results import merge
+    from harness.model.results import merge
 
     parts = shard.partition(all_cells(["a", "b", "c"]), row_cost, 3)
     merged = merge([(f"part{k}.json", _part(k, 3, cells)) for k, cells in enumerate(parts, 1)])
@@ -103,7 +103,7 @@ def test_merging_every_part_of_a_split_gives_one_complete_chart_that_says_which_
 
 
 def test_a_part_left_out_of_the_merge_marks_the_chart_incomplete_and_names_the_part():
-    from harness.results import merge
+    from harness.model.results import merge
 
     parts = shard.partition(all_cells(["a", "b", "c"]), row_cost, 3)
     merged = merge([("part1.json", _part(1, 3, parts[0])), ("part3.json", _part(3, 3, parts[2]))])
@@ -112,8 +112,8 @@ def test_a_part_left_out_of_the_merge_marks_the_chart_incomplete_and_names_the_p
 
 
 def test_parts_of_two_different_splits_do_not_merge():
-    from harness.errors import ResultsError
-    from harness.results import merge
+    from harness.model.errors import ResultsError
+    from harness.model.results import merge
 
     with pytest.raises(ResultsError, match="a part of 4 parts, merged with parts of 3"):
         merge([("a.json", _part(1, 3, all_cells(["a"]))), ("b.json", _part(2, 4, all_cells(["b"])))])
@@ -139,8 +139,8 @@ def test_the_parts_a_run_collects_with_shard_are_disjoint_and_together_every_cel
 
 
 def test_parts_balanced_by_different_timings_do_not_merge():
-    from harness.errors import ResultsError
-    from harness.results import merge
+    from harness.model.errors import ResultsError
+    from harness.model.results import merge
 
     first, second = _part(1, 2, all_cells(["a"])), _part(2, 2, all_cells(["b"]))
     first.fingerprint["shard"]["timings_sha256"], second.fingerprint["shard"]["timings_sha256"] = "aaaa", "bbbb"
@@ -149,7 +149,7 @@ def test_parts_balanced_by_different_timings_do_not_merge():
 
 
 def test_a_merged_chart_merges_again_with_the_parts_it_lacked():
-    from harness.results import merge
+    from harness.model.results import merge
 
     parts = shard.partition(all_cells(["a", "b", "c"]), row_cost, 3)
     partial = merge([("part1.json", _part(1, 3, parts[0]))])

@@ -8,12 +8,13 @@ import sys
 import pytest
 import torch
 
-from harness import bench, vec_isa
-from harness.cell import Cell
-from harness.columns import Wrapping
-from harness.outcome import CellResult, Memory, Outcome, Timings
-from harness.results import Results, load
-from harness.rows import Path
+from harness.environment import vec_isa
+from harness.model.cell import Cell
+from harness.model.columns import Wrapping
+from harness.model.outcome import CellResult, Memory, Outcome, Timings
+from harness.model.results import Results, load
+from harness.model.rows import Path
+from harness.reporting import figures as speed
 from tests.harness.conftest import PLANTED
 from tests.harness.test_pytest_matrix import ROOT, outcomes, run_matrix
 
@@ -34,7 +35,7 @@ def test_figures_bound_efficiency_overhead_and_memory_growth():
         _cell("d-raw-eager", 0.0, 99.0, "gw1", outcome=Outcome.CRASH, allocated=None, finished=4),
     ]
     results = Results(fingerprint={"workers": 2}, cells=cells)
-    f = bench.figures(results, wall_s=40.0)
+    f = speed.figures(results, wall_s=40.0)
     assert f.work_s == 60.0 and f.longest_cell == "b-raw-eager"
     assert f.bound_s == 30.0  # max(30, 60 / 2)
     assert f.efficiency == pytest.approx(0.75)
@@ -45,11 +46,11 @@ def test_figures_bound_efficiency_overhead_and_memory_growth():
     growth = {w.worker: w for w in f.per_worker}
     assert growth["gw0"].gpu_growth_max_step_mb == pytest.approx(4.0)  # 1 MB after a-, 5 MB after c-
     assert growth["gw1"].gpu_growth_max_step_mb == 0.0
-    text = bench.render(f, {"gpu": {"name": "test GPU"}}, "python -m harness bench")
+    text = speed.render(f, {"gpu": {"name": "test GPU"}}, "python -m harness bench")
     assert "efficiency                   0.750" in text and "| gw0 | 2 | 900 |" in text
     assert "CPU time per core" not in text  # without the machine's core count there is none
     f.cpu_s, f.cores = 48.0, 4
-    assert "CPU time per core            12.0 s = the cells' CPU time / 4 cores" in bench.render(f, {}, "python -m harness bench")
+    assert "CPU time per core            12.0 s = the cells' CPU time / 4 cores" in speed.render(f, {}, "python -m harness bench")
 
 
 def test_version_1_results_files_still_load_with_their_timings_renamed():
@@ -85,8 +86,9 @@ def test_cells_report_their_work_overhead_and_memory_and_a_cache_dir_is_reused(t
 
 
 def test_costliest_cells_are_scheduled_first(tmp_path):
-    """By each row's measured mean on this kind of device (harness.estimate), plus the autotuning a case redoes."""
-    from harness import estimate, registry
+    """By each row's measured mean on this kind of device (harness.plugin.estimate), plus the autotuning a case redoes."""
+    from harness.authoring import registry
+    from harness.plugin import estimate
 
     proc = subprocess.run([sys.executable, "-m", "pytest", "--matrix", "--collect-only", "-q", "-p", "no:cacheprovider",
                            f"--report-dir={tmp_path}", "-k", "add-raw or add_autotuned-raw or add-control"], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -109,7 +111,7 @@ def test_costliest_cells_are_scheduled_first(tmp_path):
 
 
 def test_a_case_counts_the_configs_its_autotuners_time():
-    from harness import registry
+    from harness.authoring import registry
 
     cases = registry.load().cases
     assert cases["add_autotuned"].autotune_configs == 3
@@ -147,7 +149,7 @@ def test_perf_times_passing_cells_and_the_reports_compare_them_with_eager(tmp_pa
 _PROBE = """
 import json, sys
 from torch._inductor import cpu_vec_isa
-from harness import vec_isa
+from harness.environment import vec_isa
 
 real, calls = cpu_vec_isa.VecISA.check_build, []
 def counting(isa, code):

@@ -10,17 +10,17 @@ import pytest
 import torch
 from hypothesis import strategies as st
 
-from harness import Backward, Case, CaseError, inputs, registry
+from harness import Backward, Case, CaseError
 from harness.__main__ import main as cli
-from harness.cell import Cell
-from harness.columns import Wrapping
-from harness.errors import Mismatch, ResultsError
-from harness.numerics import assert_close
-from harness.outcome import CellResult, Outcome, Stage
-from harness.report import blame_environment, support_chart
-from harness.results import Results, dumps, load, merge, save
-from harness.rows import Path
-
+from harness.authoring import inputs, registry
+from harness.execution.numerics import assert_close
+from harness.model.cell import Cell
+from harness.model.columns import Wrapping
+from harness.model.errors import Mismatch, ResultsError
+from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.results import Results, dumps, load, merge, save
+from harness.model.rows import Path
+from harness.reporting.report import blame_environment, support_chart
 from tests.harness.conftest import PLANTED
 from tests.harness.planted import CASES, _launch_with, copy_kernel
 
@@ -202,9 +202,9 @@ def test_results_round_trip_and_bad_files_are_named(tmp_path):
 def test_a_harness_error_is_recorded_by_its_kind_and_older_files_module_paths_read_as_that_kind(tmp_path):
     # Results record harness.<Class>, not the module that defines it, so a module's move changes no recorded
     # data; a version-2 file's module paths load as those kinds, and its cells compare unchanged with new ones.
-    from harness.diff import compare
-    from harness.execute import _failure, _record
-    from harness.subsystems import OpcheckFailed
+    from harness.execution.execute import _failure, _record
+    from harness.execution.subsystems import OpcheckFailed
+    from harness.reporting.diff import compare
 
     now = CellResult(Cell.parse("add-triton_op-opcheck"), Outcome.PASS)
     _record(now, _failure(Stage.RUN, OpcheckFailed("1 of 4 opcheck tests fail")))
@@ -262,7 +262,7 @@ def test_a_rerun_folded_over_a_full_run_replaces_its_cells_and_the_chart_says_wh
 
 
 def test_tutorial_chart_marks_where_measurements_disagree():
-    from harness.report import tutorial_chart
+    from harness.reporting.report import tutorial_chart
 
     cells = [
         _result("a-custom_op-compile_fullgraph"), _result("b-custom_op-compile_fullgraph"),
@@ -290,8 +290,8 @@ def test_tutorial_chart_marks_where_measurements_disagree():
 def test_warnings_pytorch_logs_during_a_cell_are_kept_even_from_non_propagating_loggers():
     import logging
 
-    from harness.execute import _captured_warnings
-    from harness.report import label
+    from harness.execution.execute import _captured_warnings
+    from harness.reporting.report import label
 
     result = _result("add-raw-compile_fullgraph")
     dynamo = logging.getLogger("torch._dynamo")
@@ -305,8 +305,8 @@ def test_warnings_pytorch_logs_during_a_cell_are_kept_even_from_non_propagating_
 def test_scalar_inputs_are_drawn_where_the_artifact_is_made_per_call_and_fixed_where_it_is_traced():
     from hypothesis import HealthCheck, given, settings
 
-    from harness.case import Example
-    from harness.execute import examples
+    from harness.authoring.case import Example
+    from harness.execution.execute import examples
 
     case = registry.load().cases["scaled_add"]
     drawn = case.inputs(Example(torch.float32, (5,), 0, (("alpha", -1.5), ("repeat", 3))), "cpu")
@@ -328,7 +328,7 @@ def test_scalar_inputs_are_drawn_where_the_artifact_is_made_per_call_and_fixed_w
 
 
 def test_the_docs_case_table_is_the_generated_one():
-    from harness import catalog
+    from harness.authoring import catalog
 
     doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "cases.md")).read()
     copy = doc.split("<!-- cases: python -m harness cases -->\n")[1].split("\n<!-- end cases -->")[0]
@@ -340,8 +340,8 @@ def test_the_docs_case_table_is_the_generated_one():
 
 
 def test_cell_timeouts_per_row_and_a_clear_error_for_an_unknown_row():
-    from harness.errors import UsageError
-    from harness.rows import parse_timeouts, timeout_for
+    from harness.model.errors import UsageError
+    from harness.model.rows import parse_timeouts, timeout_for
 
     chosen = parse_timeouts(["120", "aoti=1800", "aoti_nonstrict=2400"])
     assert timeout_for(Path.AOTI_NONSTRICT, chosen) == 2400  # the path beats its kind
@@ -355,11 +355,11 @@ def test_cell_timeouts_per_row_and_a_clear_error_for_an_unknown_row():
 
 
 def test_a_long_command_is_shortened_in_the_markdown_and_kept_whole_in_results(tmp_path):
-    from harness import report
-    from harness.results import load
+    from harness.model.results import load
+    from harness.reporting import report
 
     results = load(os.path.join(os.path.dirname(__file__), "data", "results-v1.json"))
-    results.fingerprint["command"] = "pytest " + " ".join(f"--deselect=harness/matrix.py::test_cell[c{n}]" for n in range(500))
+    results.fingerprint["command"] = "pytest " + " ".join(f"--deselect=harness/plugin/matrix.py::test_cell[c{n}]" for n in range(500))
     report.write(results, str(tmp_path))
     support = (tmp_path / "SUPPORT.md").read_text()
     assert f"({len(results.fingerprint['command'])} characters in all, in results.json)" in support
@@ -381,8 +381,8 @@ def test_an_interrupt_while_the_reports_are_written_waits_until_they_are_done():
 
 
 def test_every_row_holds_every_fact_and_its_kind_has_a_builder():
-    from harness import builders
-    from harness.rows import Examples, Kind, Row
+    from harness.execution import builders
+    from harness.model.rows import Examples, Kind, Row
 
     titles = [p.spec.title for p in Path]
     assert len(set(titles)) == len(titles)
@@ -404,8 +404,8 @@ def test_a_cell_names_its_control_its_speed_baseline_and_its_test():
     assert cell.package_key("float16") == Cell.parse("add-triton_op-aoti_strict").package_key("float16") == "add-triton_op-float16"
     assert Cell.parse("add-triton_op-export_strict").package_key("float16") is None
     # The matrix's node id: its module under pytest's rootdir, or the test alone where the package lies outside it.
-    assert Cell.of_test("harness/matrix.py::test_cell[add_autotuned-raw-eager]") == Cell("add_autotuned", Wrapping.RAW, Path.EAGER)
-    assert Cell.of_test(".venv/lib/python3.12/site-packages/harness/matrix.py::test_cell[add-raw-eager]") == Cell("add", Wrapping.RAW, Path.EAGER)
+    assert Cell.of_test("harness/plugin/matrix.py::test_cell[add_autotuned-raw-eager]") == Cell("add_autotuned", Wrapping.RAW, Path.EAGER)
+    assert Cell.of_test(".venv/lib/python3.12/site-packages/harness/plugin/matrix.py::test_cell[add-raw-eager]") == Cell("add", Wrapping.RAW, Path.EAGER)
     assert Cell.of_test("::test_cell[add-raw-eager]") == Cell("add", Wrapping.RAW, Path.EAGER)
     assert Cell.of_test("tests/harness/test_units.py::test_cell_ids_round_trip") is None
     assert Cell.of_test("tests/my_matrix.py::test_cell[add-raw-eager]") is None
@@ -413,7 +413,8 @@ def test_a_cell_names_its_control_its_speed_baseline_and_its_test():
 
 
 def test_reports_diffs_and_repeat_comparisons_leave_the_results_they_are_given_unchanged(tmp_path):
-    from harness import diff, repeat, report
+    from harness.reporting import diff, report
+    from harness.tools import repeat
 
     results = Results(fingerprint=FINGERPRINT, cells=[
         _result("add-control-aoti_strict", Outcome.CRASH, Stage.AOT_LOAD),
@@ -438,7 +439,7 @@ def test_the_results_tools_run_where_torch_cannot_be_imported(tmp_path):
     import subprocess
     import sys
 
-    from harness import report
+    from harness.reporting import report
 
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     gpu, cpu = (os.path.join(root, "reports", m, "results.json") for m in ("gpu", "cpu"))
@@ -456,7 +457,7 @@ def test_the_results_tools_run_where_torch_cannot_be_imported(tmp_path):
 
 
 def test_one_program_exported_strict_and_non_strict_has_one_digest_and_another_program_another():
-    from harness.builders import program_digest
+    from harness.execution.builders import program_digest
 
     class Scaled(torch.nn.Module):
         def __init__(self, scale):
@@ -483,8 +484,8 @@ def test_the_rows_call_each_style_through_a_plain_function_as_users_do():
     import importlib
     import inspect
 
-    from harness import wrapping
-    from harness.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
+    from harness.execution import wrapping
+    from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
 
     case = importlib.import_module("cases.scaled_add").CASE
     expected = {
@@ -504,8 +505,8 @@ def test_an_error_dynamo_raises_unwrapped_while_tracing_a_call_is_a_compile_fail
     # "ListVariable(length=3) is already tracked for mutation" on torch 2.11): the compiled call never ran.
     import torch._dynamo.symbolic_convert as interpreter
 
-    from harness.execute import _failure
-    from harness.outcome import Stage
+    from harness.execution.execute import _failure
+    from harness.model.outcome import Stage
 
     def step(self):
         raise AssertionError("planted: Dynamo's interpreter asserts while tracing")
@@ -527,8 +528,8 @@ def test_an_error_dynamo_raises_unwrapped_while_tracing_a_call_is_a_compile_fail
 
 
 def test_a_triton_kernel_is_identified_by_its_code_and_settings_not_its_address():
-    from harness.builders import _kernel_identity
-    from harness import registry
+    from harness.authoring import registry
+    from harness.execution.builders import _kernel_identity
 
     cases = registry.load().cases
     add, autotuned = cases["add"].kernels[0], cases["add_autotuned"].kernels[0]
@@ -574,7 +575,7 @@ def test_findings_name_the_case_on_the_smaller_side_of_each_row_and_style():
 
 
 def test_the_dtype_probe_runs_once_a_run_and_later_runner_processes_read_its_answer(tmp_path, monkeypatch):
-    from harness import probe
+    from harness.environment import probe
 
     calls = []
     monkeypatch.setattr(probe, "_probe", lambda device: calls.append(device) or {"bfloat16": "planted: not exact here"})
@@ -603,7 +604,7 @@ def scale_kernel(x_ptr, out_ptr, alpha, n, BLOCK: tl.constexpr):
 
 
 def test_a_float_scalar_the_generated_code_types_fp64_is_read_off_its_signature_and_only_for_the_cases_kernels():
-    from harness.degradation import Watch
+    from harness.execution.degradation import Watch
 
     watch = Watch(("scale_kernel",), output_code=[GENERATED_WITH_A_DOUBLE])
     assert watch.degradations() == ["scale_kernel: float scalar alpha compiled as fp64 (eager Triton passes a Python float as fp32)"]
@@ -612,7 +613,7 @@ def test_a_float_scalar_the_generated_code_types_fp64_is_read_off_its_signature_
 
 
 def test_mutation_analysis_is_compared_only_on_the_tensors_the_eager_launch_passed():
-    from harness.degradation import Watch
+    from harness.execution.degradation import Watch
 
     watch = Watch(("k",), marked_mutated={"k": {"in_ptr", "out_ptr", "out_desc"}}, written={"k": {"out_ptr", "x_ptr"}},
                   tensor_arguments={"k": {"in_ptr", "out_ptr", "x_ptr"}})
@@ -626,7 +627,7 @@ def test_cuda_graph_skips_are_counted_with_their_reason_once_without_the_stack_t
     from torch._dynamo.utils import counters
     from torch._inductor import cudagraph_utils
 
-    from harness.degradation import watching
+    from harness.execution.degradation import watching
 
     with watching(()) as watch:
         for _ in range(3):
@@ -639,7 +640,7 @@ def test_a_kernel_edit_adds_one_statement_on_the_first_body_line_and_moves_no_ot
     import importlib
     import sys
 
-    from harness.warm_cache import edited_sources, marker
+    from harness.execution.warm_cache import edited_sources, marker
 
     source = (
         "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef twice_kernel(x_ptr, n, BLOCK: tl.constexpr):\n"
@@ -661,20 +662,21 @@ def test_a_kernel_edit_adds_one_statement_on_the_first_body_line_and_moves_no_ot
 
 
 def test_the_run_time_estimates_are_the_committed_runs_measurements():
-    from harness import estimate
-    from harness.results import load as load_results
+    from harness.model.results import load as load_results
+    from harness.plugin import estimate
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     measured = {("gpu", "matrix"): "reports/gpu/results.json", ("interpreter", "quick"): "reports/cpu/results.json",
                 ("interpreter", "matrix"): "reports/cpu/full-profile-sample/results.json"}
     for key, path in measured.items():
         assert estimate.MEASURED[key] == estimate.row_seconds(load_results(os.path.join(root, path))), (
-            f"harness/estimate.py's {key} is stale: paste estimate.row_seconds(load({path!r})) into MEASURED")
+            f"harness/plugin/estimate.py's {key} is stale: paste estimate.row_seconds(load({path!r})) into MEASURED")
 
 
 def test_the_first_lines_of_a_run_say_what_it_will_do_and_how_long_the_full_profile_takes():
-    from harness import estimate, registry
-    from harness.cell import all_cells
+    from harness.authoring import registry
+    from harness.model.cell import all_cells
+    from harness.plugin import estimate
 
     cases = registry.load().cases
     plan = estimate.Plan(cells=all_cells(list(cases)), all_cells=len(all_cells(list(cases))), cases=cases, specs=["harness.cases"],
@@ -691,8 +693,8 @@ def test_the_first_lines_of_a_run_say_what_it_will_do_and_how_long_the_full_prof
 def test_the_warm_cache_rows_new_process_serves_every_dtype_of_a_cell_each_compile_its_first(tmp_path, monkeypatch):
     """One new process a cell, not one a dtype: the second dtype's request reaches the same process, which
     compiles it afresh (its own cache lookups counted), and the answers are the reference's."""
-    from harness.case import Example
-    from harness.warm_cache import EditedInNewProcess
+    from harness.authoring.case import Example
+    from harness.execution.warm_cache import EditedInNewProcess
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     case, session, pids = registry.load().cases["add"], {}, []

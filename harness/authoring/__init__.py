@@ -1,0 +1,1 @@
+"""Writing cases: the Case API, input strategies, finding cases in modules, the case table."""

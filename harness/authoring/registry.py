@@ -1,0 +1,133 @@
+"""Finding cases: every module of the `cases` package, or modules and files a user names.
+
+A module that fails to import and a case that is malformed are problems to report, not reasons to stop:
+`load` returns the good cases and a list of problems, each naming the module, the case and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import os
+import pkgutil
+import sys
+import traceback
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.authoring.case import Case
+
+BUILTIN = "harness.cases"  # the built-in cases, installed inside the package (cases/ in the checkout)
+
+
+@dataclass(frozen=True)
+class CaseProblem:
+    """Why a module or a case was left out of the matrix."""
+
+    module: str
+    case: str | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.module}: " + (f"case {self.case!r}: " if self.case else "") + self.message
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Loaded:
+    cases: dict[str, Case]
+    problems: list[CaseProblem]
+
+
+def _import(spec: str) -> ModuleType:
+    if spec.endswith(".py") or os.sep in spec:
+        path = os.path.abspath(spec)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no such file {path}: give a .py file or an importable module name")
+        name = "tcm_user_" + os.path.splitext(os.path.basename(path))[0]
+        if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
+            return sys.modules[name]
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        assert module_spec and module_spec.loader
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+    return importlib.import_module(spec)
+
+
+def _import_error(spec: str, exc: BaseException) -> CaseProblem:
+    """The exception and where in the user's module it was raised, so the message points at the line."""
+    where = ""
+    path = os.path.abspath(spec) if spec.endswith(".py") else None
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if path and os.path.abspath(frame.filename) == path or not path and spec.replace(".", os.sep) in frame.filename:
+            where = f" (line {frame.lineno}: {(frame.line or '').strip()})"
+            break
+    if isinstance(exc, ModuleNotFoundError) and exc.name and spec.startswith(exc.name):
+        return CaseProblem(spec, None, f"no module named {exc.name!r}: give a .py file or a module importable from here")
+    if isinstance(exc, FileNotFoundError) and not where:
+        return CaseProblem(spec, None, str(exc))
+    return CaseProblem(spec, None, f"import failed{where}: {type(exc).__name__}: {exc}")
+
+
+def _modules(spec: str, problems: list[CaseProblem]) -> list[tuple[str, ModuleType]]:
+    try:
+        module = _import(spec)
+    except Exception as exc:  # noqa: BLE001 - the user's module may raise anything: report it
+        problems.append(_import_error(spec, exc))
+        return []
+    if not hasattr(module, "__path__"):
+        return [(spec, module)]
+    found = []
+    for info in pkgutil.iter_modules(module.__path__):  # a package: each submodule is a case file
+        name = f"{module.__name__}.{info.name}"
+        try:
+            found.append((name, importlib.import_module(name)))
+        except Exception as exc:  # noqa: BLE001
+            problems.append(_import_error(name, exc))
+    return found
+
+
+def cases_of(module: ModuleType, label: str) -> list[Case]:
+    """The Case objects a module defines (one, or in lists), labelled with where they came from."""
+    from harness.authoring.case import Case
+
+    found = [v for v in vars(module).values() if isinstance(v, Case)]
+    found += [c for v in vars(module).values() if isinstance(v, (list, tuple)) for c in v if isinstance(c, Case)]
+    unique = list({id(c): c for c in found}.values())
+    return [dataclasses.replace(c, module=label) for c in unique]
+
+
+def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
+    """The well-formed cases of every module `specs` names, and a problem for each one left out."""
+    from harness.model.errors import CaseError
+
+    loaded = Loaded(cases={}, problems=[])
+    for spec in specs:
+        for name, module in _modules(spec, loaded.problems):
+            cases = cases_of(module, name)
+            if not cases:
+                loaded.problems.append(CaseProblem(name, None, "defines no Case: assign one (or a list) at module level, e.g. CASE = Case(...)"))
+            for case in cases:
+                try:
+                    case.check()
+                except CaseError as exc:
+                    loaded.problems.append(CaseProblem(name, exc.case, str(exc).split(": ", 1)[1]))
+                    continue
+                if case.name in loaded.cases:
+                    first = loaded.cases[case.name].module
+                    loaded.problems.append(CaseProblem(name, case.name, f"defined twice, in {first} and {case.module}: rename one"))
+                    continue
+                loaded.cases[case.name] = case
+    loaded.cases = dict(sorted(loaded.cases.items()))
+    return loaded

@@ -1,0 +1,98 @@
+"""Environment probes: facts about this machine measured before any cell runs, never assumed."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Mapping
+
+import torch
+import triton
+import triton.language as tl
+
+from harness.authoring.case import DTYPES
+from harness.model.results import write_atomic
+
+
+@triton.jit
+def _add_kernel(a, b, out, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out + offsets, tl.load(a + offsets, mask=mask) + tl.load(b + offsets, mask=mask), mask=mask)
+
+
+RECORD = "tcm-probes.json"
+
+
+def _recorded(record_dir: str | None, what: str, measure: Callable[[], Any]) -> Any:
+    """`measure()`, or, with `record_dir` (the run's caches), its answer as the first runner process of the
+    run measured and recorded it there: the same probe on the same device and versions gives the same answer."""
+    if record_dir is None:
+        return measure()
+    from filelock import FileLock
+
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    key = f"{what}|{device}|torch {torch.__version__}|triton {triton.__version__}"  # a reused cache dir may outlive an upgrade
+    path = os.path.join(record_dir, RECORD)
+    os.makedirs(record_dir, exist_ok=True)  # the lock file comes first
+    with FileLock(path + ".lock"):
+        try:
+            with open(path) as f:
+                records = json.load(f)
+        except (OSError, ValueError):
+            records = {}
+        if key not in records:
+            records[key] = measure()
+            write_atomic(path, json.dumps(records))
+        return records[key]
+
+
+def broken_dtypes(device: str, record_dir: str | None = None) -> dict[str, str]:
+    """Dtypes in which a plain Triton add of small integers is not exact here (Triton's CPU interpreter
+    and bfloat16, for one): cells leave them out and the report says why, instead of charting them wrong.
+    Probed once a run where `record_dir` is given: on the interpreter it costs every runner process 1.6 s."""
+    return _recorded(record_dir, f"dtypes on {device}", lambda: _probe(device))
+
+
+def interpreted_launch_under_compile(options: Mapping[str, Any], record_dir: str | None = None) -> str | None:
+    """Why torch.compile with these options cannot run a function that launches a Triton kernel in Triton's
+    CPU interpreter, or None where it can: a trivial add, launched as a raw kernel, compiled and run once.
+    Dynamo sees no Triton kernel there (the interpreter's function is plain Python): it traces the
+    interpreter's own code, for 5-10 s of CPU, and fails the same way for every kernel."""
+
+    def measure() -> str | None:
+        import torch._dynamo
+
+        a = torch.arange(-18, 19, dtype=torch.float32)
+
+        def launch(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            _add_kernel[(1,)](x, x, out, x.numel(), BLOCK=64)
+            return out
+
+        torch._dynamo.reset()
+        try:
+            out = torch.compile(launch, **options)(a)
+            return None if torch.equal(out, a + a) else "the compiled launch gives wrong numbers"
+        except Exception as exc:  # noqa: BLE001 - the failure is the answer
+            text = str(exc).replace("\\n", "\n").strip()  # the interpreter's error holds the inner one's repr
+            return f"{type(exc).__name__}: {(text.splitlines() or [''])[0]}"[:300]
+        finally:
+            torch._dynamo.reset()
+
+    return _recorded(record_dir, f"interpreted launch under torch.compile({dict(options)!r})", measure)
+
+
+def _probe(device: str) -> dict[str, str]:
+    broken: dict[str, str] = {}
+    for name, dtype in DTYPES.items():
+        a = torch.arange(-18, 19).to(device=device, dtype=dtype)
+        b = torch.ones_like(a)
+        out = torch.zeros_like(a)
+        try:
+            _add_kernel[(1,)](a, b, out, a.numel(), BLOCK=64)
+            if not torch.equal(out, a + b):
+                broken[name] = "a Triton add of small integers is not exact in this dtype here"
+        except Exception as exc:  # noqa: BLE001 - any failure means the dtype cannot be tested here
+            broken[name] = f"a Triton add fails in this dtype here: {type(exc).__name__}: {exc}"[:300]
+    return broken

@@ -1,0 +1,1 @@
+"""Running one cell: the styles built from a case, a builder per row, the checks, the helper processes."""

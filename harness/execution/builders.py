@@ -1,0 +1,307 @@
+"""Builders: how each kind of row turns a wrapped callable into what runs on it, doing every
+ahead-of-time step now. One builder per `Kind` (harness.model.rows); a row of a new kind needs one here.
+
+A builder announces each stage it enters through `Build.stage`, which also turns whatever PyTorch raises
+inside into a failure at that stage (harness.execution.execute maps foreign exceptions, in one place).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from typing import Any, Callable, ContextManager, Mapping
+
+import torch
+from filelock import FileLock
+
+from harness.execution import cpp_runtime
+from harness.execution.observer import GraphObserver
+from harness.model.outcome import WAITED_FOR_PACKAGE, Stage
+from harness.model.rows import Kind, Path
+
+Artifact = Callable[..., Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Shared:
+    """Where a run's processes share what they build: `packages`, fresh for every run, holds each
+    AOTInductor package under `key` (Cell.package_key) and the digest of the exported program it was built
+    from, so each program is compiled once a run: by the first of the Python and C++ runtime cells, and by
+    one export mode for both where strict and non-strict export give the same program. `caches` (reused
+    with --cache-dir) holds the C++ runner."""
+
+    packages: str
+    caches: str
+    key: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """What a builder is given: the callable, the example inputs it traces with, and the cell's means."""
+
+    path: Path
+    fn: Artifact
+    inputs: tuple[Any, ...]
+    max_batch: int
+    batched: tuple[bool, ...]
+    dims: Mapping[int, int]  # dynamic dims besides the batch, with their largest sizes
+    workdir: str
+    label: str  # names the cell's files (its package)
+    observer: GraphObserver
+    shared: Shared | None
+    stage: Callable[[Stage], ContextManager[None]]  # enter a stage: announced, its failures attributed to it
+    call: Callable[[Artifact, tuple[Any, ...]], Any]  # run an artifact once, as the checks do
+    edit: Edit | None = None  # what the warm-cache row edits and rebuilds in its new process
+    spent: Callable[[str, float], None] = lambda part, seconds: None  # seconds of the cell's work outside any stage (waiting)
+    # What the cell's builds share, one dict a cell: the process that serves its packages, one per dtype.
+    session: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Edit:
+    case: Any  # the Case whose kernels are edited
+    wrapping: str  # the style the new process builds
+
+
+class _Program(torch.nn.Module):
+    """export needs a Module; it calls the wrapped callable and nothing else."""
+
+    def __init__(self, fn: Artifact):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *inputs: Any) -> Any:
+        return self.fn(*inputs)
+
+
+def dynamic_batch(inputs: tuple[Any, ...], max_batch: int, batched: tuple[bool, ...] | None = None,
+                  dims: Mapping[int, int] | None = None) -> tuple[Any, ...]:
+    """Dim 0 of every batched tensor input is one dynamic batch dimension, and each of `dims` one more,
+    shared by the batched inputs that have it (forward takes them as *inputs)."""
+    shared = {0: torch.export.Dim("batch", min=1, max=max_batch)}
+    shared.update({dim: torch.export.Dim(f"dim{dim}", min=1, max=largest) for dim, largest in (dims or {}).items()})
+    batched = batched or (True,) * len(inputs)
+
+    def spec(x: Any, is_batched: bool) -> dict[int, Any] | None:
+        if not isinstance(x, torch.Tensor) or not is_batched:
+            return None
+        return {dim: d for dim, d in shared.items() if dim < x.dim()}
+
+    return (tuple(spec(x, b) for x, b in zip(inputs, batched)),)
+
+
+def as_is(build: Build) -> Artifact:
+    """Eager rows, eager training and the subsystems run the callable itself."""
+    return build.fn
+
+
+def compiled(build: Build) -> Artifact:
+    """torch.compile with the row's options; it compiles lazily, on the first call, so that call is made here."""
+    options = build.path.spec.compile_options
+    if options is None:  # training without a compiler
+        return build.fn
+    artifact = torch.compile(build.fn, **options)
+    if build.path.spec.unbacked:
+        artifact = _batch_unbacked(artifact, build.batched)
+    with build.stage(Stage.COMPILE):
+        build.call(artifact, build.inputs)
+    return artifact
+
+
+def _batch_unbacked(artifact: Artifact, batched: tuple[bool, ...]) -> Artifact:
+    """Mark dim 0 of every batched tensor input unbacked before each call, as code that must not specialise
+    on a data-dependent size does: the compiled code may assume nothing of it, not even that it is not 0 or 1."""
+
+    def call(*inputs: Any) -> Any:
+        for x, is_batched in zip(inputs, batched):
+            if isinstance(x, torch.Tensor) and is_batched and x.dim() > 0:
+                torch._dynamo.decorators.mark_unbacked(x, 0)
+        return artifact(*inputs)
+
+    return call
+
+
+def _export(build: Build) -> torch.export.ExportedProgram:
+    with build.stage(Stage.EXPORT):
+        exported = torch.export.export(_Program(build.fn), build.inputs, strict=bool(build.path.spec.strict),
+                                       dynamic_shapes=dynamic_batch(build.inputs, build.max_batch, build.batched, build.dims))
+    build.observer.record(exported.graph)
+    return exported
+
+
+def exported(build: Build) -> Artifact:
+    return _export(build).module()
+
+
+def _package(build: Build) -> str:
+    """The AOTInductor package of the cell's exported program: compiled here, or taken from the cell of this
+    run that already compiled the same program (harness.execution.builders.Shared)."""
+    exported = _export(build)
+
+    def make() -> str:
+        with build.stage(Stage.AOT_COMPILE):
+            return torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(build.workdir, f"{build.label}.pt2"))
+
+    if build.shared is None:
+        return make()
+    return _shared_package(make, build.shared, f"{build.shared.key}-{program_digest(exported)}", build.observer, build.spent)
+
+
+def program_digest(exported: torch.export.ExportedProgram) -> str:
+    """What AOTInductor compiles, as a digest: every node (op, target, arguments, and the dtype, shape,
+    strides and device of what it makes), the signature, the dynamic ranges, and the lifted tensors' bytes.
+    A user-defined Triton kernel's node names its kernel and constants by index into a table of this
+    process; the digest takes what they point to instead, so equal digests mean equal programs across
+    processes. Source locations are left out: strict and non-strict export record different ones."""
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    def described(value: Any) -> str:
+        if isinstance(value, torch.Tensor):
+            return f"Tensor({value.dtype}, {tuple(value.shape)}, {value.stride()}, {value.device})"
+        if isinstance(value, (list, tuple)):
+            return f"{type(value).__name__}({', '.join(described(v) for v in value)})"
+        return repr(value)
+
+    def kwargs(node: torch.fx.Node) -> dict[str, Any]:
+        resolved = dict(node.kwargs)
+        if "kernel_idx" in resolved:
+            resolved["kernel_idx"] = _kernel_identity(kernel_side_table.get_kernel(resolved["kernel_idx"]))
+        if "constant_args_idx" in resolved:
+            resolved["constant_args_idx"] = sorted((k, repr(v)) for k, v in kernel_side_table.get_constant_args(resolved["constant_args_idx"]).items())
+        return resolved
+
+    parts = []
+    for node in exported.graph.nodes:
+        parts.append(repr((node.op, node.name, str(node.target), repr(node.args), repr(kwargs(node)), described(node.meta.get("val")))))
+    parts.append(str(exported.graph_signature))
+    parts.append(repr(sorted((str(k), str(v)) for k, v in exported.range_constraints.items())))
+    parts.append(repr([(e.fqn, str(e.signature and e.signature.in_spec), str(e.signature and e.signature.out_spec))
+                       for e in exported.module_call_graph]))
+    lifted = sorted({**exported.state_dict, **exported.constants}.items())
+    parts.extend(name + described(value) for name, value in lifted)
+    # Sizes are symbols numbered by the process's count so far (s6 in one export, s21 in the next): number
+    # them by first appearance instead.
+    numbering: dict[str, str] = {}
+    text = re.sub(r"\b[su]\d+\b", lambda m: numbering.setdefault(m.group(), f"{m.group()[0]}#{len(numbering)}"), "\n".join(parts))
+    digest = hashlib.sha256(text.encode())
+    for _, value in lifted:
+        if isinstance(value, torch.Tensor):
+            digest.update(value.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def aoti_python(build: Build) -> Artifact:
+    package = _package(build)
+    with build.stage(Stage.AOT_LOAD):
+        return torch._inductor.aoti_load_package(package)
+
+
+def aoti_cpp(build: Build) -> Artifact:
+    with build.stage(Stage.CPP_BUILD):  # first: without a runner, building the package would be wasted
+        shared = build.shared
+        runner = cpp_runtime.executable(shared.caches, shared.packages) if shared else cpp_runtime.executable(build.workdir, build.workdir)
+    package = _package(build)
+    with build.stage(Stage.AOT_LOAD):
+        device = next(str(x.device) for x in build.inputs if isinstance(x, torch.Tensor))
+        return cpp_runtime.PackageProcess([runner, package, device], device, build.workdir)
+
+
+SERVE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aoti_serve.py")
+
+
+def aoti_fresh(build: Build) -> Artifact:
+    """The package loaded and run by a new Python process that imports torch and nothing else (no case, no
+    harness): what a serving process that loads the .pt2 has. The cell's packages (one per dtype) are loaded
+    by one such process, started at its first package, and again only if it died."""
+    package = _package(build)
+    with build.stage(Stage.AOT_LOAD):
+        server = build.session.get("fresh-process")
+        if server is None or not server.alive():
+            device = next(str(x.device) for x in build.inputs if isinstance(x, torch.Tensor))
+            isolated = ["-P"] if sys.version_info >= (3, 11) else []  # the script's folder (harness/) stays off sys.path
+            server = build.session["fresh-process"] = cpp_runtime.PackageProcess(
+                [sys.executable, *isolated, SERVE_SCRIPT, device], device, build.workdir, who="the fresh Python process", ready="ready")
+        return server.load(package)
+
+
+def warm_cache(build: Build) -> Artifact:
+    """Compile here with the on-disk caches as a user's process does (the harness's own graph pass, which
+    turns Inductor's cache off, is left out), then answer each call from a new process that compiles the
+    edited kernel on the same caches (harness.execution.warm_cache)."""
+    from harness.execution.warm_cache import EditedInNewProcess
+
+    options = dict(build.path.spec.compile_options or {})
+    with torch._inductor.config.patch(post_grad_custom_post_pass=None):
+        artifact = torch.compile(build.fn, **options)
+        with build.stage(Stage.COMPILE):
+            build.call(artifact, build.inputs)
+    assert build.edit is not None
+    with build.stage(Stage.WRAP):
+        return EditedInNewProcess(build.edit.case, build.edit.wrapping, options, build.workdir, build.session)
+
+
+BUILDERS: dict[Kind, Callable[[Build], Artifact]] = {
+    Kind.EAGER: as_is,
+    Kind.SUBSYSTEM: as_is,
+    Kind.COMPILE: compiled,
+    Kind.TRAIN: compiled,
+    Kind.EXPORT: exported,
+    Kind.AOTI: aoti_python,
+    Kind.AOTI_CPP: aoti_cpp,
+    Kind.AOTI_FRESH: aoti_fresh,
+    Kind.WARM_CACHE: warm_cache,
+}
+
+
+def build(request: Build) -> Artifact:
+    """What runs on the request's row. Raises StageFailure (through `stage`) naming the stage that failed."""
+    return BUILDERS[request.path.spec.kind](request)
+
+
+def _kernel_identity(kernel: Any) -> list[str]:
+    """A Triton kernel as its source and its wrappers' settings (autotune configs and keys, heuristics' code),
+    never an address: the same kernel in two processes gives the same list."""
+    parts: list[str] = []
+    while kernel is not None:
+        parts.append(f"{type(kernel).__name__} {getattr(kernel, '__module__', '')}.{getattr(kernel, '__qualname__', '')}")
+        parts.append(getattr(kernel, "src", "") or "")
+        if hasattr(kernel, "__code__"):  # the Python function under the interpreter, which keeps no source
+            parts.append(kernel.__code__.co_code.hex() + repr(kernel.__code__.co_consts))
+        for name, value in sorted(vars(kernel).items()) if hasattr(kernel, "__dict__") else []:
+            if name == "configs":
+                parts.append(repr([str(config) for config in value]))
+            elif isinstance(value, dict) and all(callable(v) for v in value.values()):  # heuristics
+                parts.append(repr(sorted((k, v.__code__.co_code.hex(), repr(v.__code__.co_consts)) for k, v in value.items()
+                                         if hasattr(v, "__code__"))))
+            elif isinstance(value, (str, int, float, bool)) or (
+                    isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value)):
+                parts.append(f"{name}={value!r}")
+        kernel = getattr(kernel, "fn", None)
+    return parts
+
+
+def _shared_package(make: Callable[[], str], shared: Shared, key: str, observer: GraphObserver,
+                    spent: Callable[[str, float], None]) -> str:
+    """The first cell of a program builds the package while the others wait; they take it, with the
+    operators its graphs held. A failed build is not shared: each cell meets its own failure."""
+    os.makedirs(shared.packages, exist_ok=True)
+    package, targets = (os.path.join(shared.packages, key + ext) for ext in (".pt2", ".targets.json"))
+    asked = time.perf_counter()
+    with FileLock(os.path.join(shared.packages, key + ".lock")):
+        spent(WAITED_FOR_PACKAGE, time.perf_counter() - asked)
+        if not os.path.exists(package):
+            built = make()
+            with open(targets, "w") as f:
+                json.dump(sorted(observer.targets), f)
+            shutil.copyfile(built, package + ".part")
+            os.replace(package + ".part", package)  # whole or absent, even if this process dies
+        else:
+            with open(targets) as f:
+                observer.targets.update(json.load(f))
+    return package

@@ -1,0 +1,218 @@
+"""AOTInductor's C++ runtime: a small C++ program, built against the installed torch, that loads a package
+and runs it with no Python in the process, as a C++ server would.
+
+A package that still calls back into Python (a custom_op whose implementation is a Python function) loads
+in Python with `aoti_load_package` but not here: only this runtime tells the truth for deployment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import weakref
+from typing import Any
+
+import torch
+from filelock import FileLock
+
+from harness.model.errors import HarnessError
+
+SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp")
+BUILD_TIMEOUT_S = 900.0
+
+
+class BuildFailure(HarnessError):
+    """The runner could not be built here: the environment's fault, shown with the first error line."""
+
+
+class RuntimeFailure(HarnessError):
+    """The package failed in the C++ runtime: it did not load, a call raised, or the process died."""
+
+
+def _compiler() -> tuple[str, str]:
+    """The compiler AOTInductor uses (so the runner and the packages agree), and its version line."""
+    from harness.environment import fingerprint
+
+    found = fingerprint.compiler()
+    return found.get("path") or found.get("resolved") or "c++", found.get("version") or "unknown"
+
+
+def _key(compiler: str, version: str) -> str:
+    digest = hashlib.sha256(f"{torch.__version__}\n{compiler}\n{version}\n".encode())
+    for name in sorted(os.listdir(SOURCE_DIR)):
+        with open(os.path.join(SOURCE_DIR, name), "rb") as f:
+            digest.update(name.encode() + f.read())
+    return digest.hexdigest()[:16]
+
+
+def first_error_line(output: str) -> str:
+    """The compiler's (or CMake's) first error; CMake puts the reason on the line after "CMake Error at ...:"."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for n, line in enumerate(lines):
+        if "error" in line.lower():
+            if line.endswith(":") and n + 1 < len(lines):
+                line = f"{line} {lines[n + 1]}"
+            return line[:300]
+    return (lines[-1] if lines else "no output")[:300]
+
+
+def executable(cache_dir: str, run_dir: str) -> str:
+    """The runner, built once per torch version, compiler and source under `cache_dir` (the first process
+    to need it builds it while the others wait). A failed build is recorded in `run_dir`, this run's own,
+    so it is tried once a run: a later run (after installing CMake, say) tries again."""
+    compiler, version = _compiler()
+    key = _key(compiler, version)
+    root = os.path.join(cache_dir, "aoti-runner", key)
+    os.makedirs(root, exist_ok=True)
+    os.makedirs(run_dir, exist_ok=True)
+    exe, failed = os.path.join(root, "build", "aoti_runner"), os.path.join(run_dir, f"aoti-runner-{key}.FAILED")
+    with FileLock(os.path.join(root, "lock")):  # fcntl underneath: the OS drops it if its holder dies
+        if os.path.exists(exe):
+            return exe
+        if os.path.exists(failed):
+            with open(failed) as f:
+                raise BuildFailure(f.read())
+        try:
+            _build(root, compiler)
+        except BuildFailure as exc:
+            with open(failed, "w") as f:
+                f.write(str(exc))
+            raise
+    return exe
+
+
+def _build(root: str, compiler: str) -> None:
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        raise BuildFailure("cmake not found: install CMake (e.g. pip install cmake) to build the C++ runtime's runner")
+    build = os.path.join(root, "build")
+    log = os.path.join(root, "build.log")
+    steps = [
+        [cmake, "-S", SOURCE_DIR, "-B", build, f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+         f"-DCMAKE_CXX_COMPILER={compiler}", "-DCMAKE_BUILD_TYPE=Release"],
+        [cmake, "--build", build, "-j", str(os.cpu_count() or 1)],
+    ]
+    with open(log, "w") as out:
+        for step in steps:
+            try:
+                done = subprocess.run(step, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False)
+            except subprocess.TimeoutExpired:
+                raise BuildFailure(f"building the C++ runner took over {BUILD_TIMEOUT_S:.0f} s") from None
+            out.write(f"$ {' '.join(step)}\n{done.stdout}{done.stderr}\n")
+            if done.returncode != 0:
+                raise BuildFailure(f"building the C++ runner failed ({os.path.basename(compiler)}): "
+                                   f"{first_error_line(done.stderr + done.stdout)} (log: {log})")
+
+
+class PackageProcess:
+    """A package loaded in a process of its own (the C++ runner here, or a fresh Python process: see
+    harness.execution.aoti_serve), which answers `ready` ("loaded"), then "ok" or "error MESSAGE" for each call; calling
+    it sends the tensors there. A process that serves several packages (`ready` is "ready") loads each with
+    `load`, and each call names the package it runs.
+
+    Like `aoti_load_package`'s model, it takes the flattened tensor inputs (non-tensor inputs were traced
+    as constants) and returns the flat outputs. In-place writes made by the package are copied back into
+    the caller's tensors, so mutation is checked as on every other path.
+    """
+
+    def __init__(self, command: list[str], device: str, workdir: str, who: str = "the C++ runner", ready: str = "loaded"):
+        self.device, self.who = device, who
+        self.dir = tempfile.mkdtemp(prefix="aoti-process-", dir=workdir)
+        self.stderr = open(os.path.join(self.dir, "stderr.log"), "w+")
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.stderr, text=True, start_new_session=True)
+        self._finalizer = weakref.finalize(self, stop_process, self.proc, self.stderr)
+        answer = self._answer()
+        if answer != ready:
+            raise RuntimeFailure(_message(answer) or f"{who} printed nothing")
+        self.calls = 0
+        self.packages: list[str] = []
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """Stop the process now (else when this object is collected)."""
+        self._finalizer()
+
+    def load(self, package: str) -> ServedPackage:
+        """Load one more package into a process that serves several; RuntimeFailure where it does not load."""
+        self.packages.append(package)
+        self._send(f"load {len(self.packages) - 1} {package}")
+        answer = self._answer()
+        if answer != "loaded":
+            raise RuntimeFailure(_message(answer))
+        return ServedPackage(self, len(self.packages) - 1)
+
+    def _send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: _answer says how
+
+    def _answer(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if line:
+            return line.strip()
+        code = self.proc.wait(timeout=30)
+        died = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+        self.stderr.seek(0)
+        tail = [line.strip() for line in self.stderr.read().splitlines() if line.strip()][-1:]
+        raise RuntimeFailure(f"{self.who} died ({died})" + (f": {tail[0][:300]}" if tail else ""))
+
+    def __call__(self, *inputs: Any) -> list[torch.Tensor | None] | None:
+        return self.call("", inputs)
+
+    def call(self, prefix: str, inputs: tuple[Any, ...]) -> list[torch.Tensor | None] | None:
+        """Run the package (the one `prefix` names, in a process that serves several) on the inputs."""
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        self.calls += 1
+        sent, received = (os.path.join(self.dir, f"{self.calls}.{part}.pt") for part in ("in", "out"))
+        torch.save([t.detach().cpu() for t in tensors], sent)
+        self._send(f"{prefix}{sent} {received}")
+        answer = self._answer()
+        if answer != "ok":
+            raise RuntimeFailure(_message(answer))
+        outputs, after = torch.load(received, weights_only=False)  # written by our runner: torch::pickle_save or torch.save
+        with torch.no_grad():
+            for tensor, written in zip(tensors, after):
+                tensor.copy_(written)
+        if all(out is None for out in outputs):
+            return None  # the program returns nothing (an in-place case), as aoti_load_package's model does
+        return [None if out is None else out.to(self.device) for out in outputs]
+
+
+class ServedPackage:
+    """One of the packages a serving process loaded: calling it runs that package there."""
+
+    def __init__(self, process: PackageProcess, index: int):
+        self.process, self.index = process, index
+
+    def __call__(self, *inputs: Any) -> list[torch.Tensor | None] | None:
+        return self.process.call(f"{self.index} ", inputs)
+
+
+def _message(answer: str) -> str:
+    return answer.removeprefix("error ").replace("\\n", "\n")  # the runner sends newlines as \n
+
+
+def stop_process(proc: subprocess.Popen, stderr: Any, kill: bool = False) -> None:
+    """End a process the harness serves requests through: closing its stdin ends its loop; one that does not
+    end in 10 s, or is to be killed, is killed. Its stderr file is closed."""
+    if proc.poll() is None:
+        try:
+            if kill:
+                raise OSError("kill")
+            proc.stdin.close()  # type: ignore[union-attr]
+            proc.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            proc.kill()
+            proc.wait()
+    stderr.close()

@@ -1,0 +1,562 @@
+"""Running one cell in this process: `Execution(...).run()`.
+
+One method per stage (wrap, build per dtype, check, time), each announcing its stage before entering it,
+so a runner that dies or hangs knows where. Exceptions from PyTorch, Triton and the case's own code are
+foreign: they become the cell's outcome here and nowhere else (`stage`, `case_code`, `_failure`, `_record`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import math
+import os
+import time
+from typing import Any, Callable, Iterator
+
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.authoring.case import Case, Example, dtype_name
+from harness.environment import probe
+from harness.execution import builders, degradation, perf, subsystems
+from harness.execution import training as train
+from harness.execution import wrapping as wrappings
+from harness.execution.numerics import assert_close, flatten
+from harness.execution.observer import GraphObserver
+from harness.model.cell import Cell
+from harness.model.columns import OP_NAMESPACE, Wrapping
+from harness.model.errors import CaseCodeError, HarnessError, HarnessFault, Mismatch, StageFailure, first_line
+from harness.model.outcome import CellResult, Outcome, Stage, Timings, detail
+from harness.model.rows import Examples, Kind, Path
+from harness.model.settings import Settings
+
+# The harness's exceptions that already say what the cell's outcome is; everything else raised inside a
+# stage is foreign and becomes a failure at that stage.
+_DECIDED = (StageFailure, Mismatch, CaseCodeError, HarnessFault)
+
+WARNINGS_KEPT = 5
+
+
+def compile_stage_exception_types() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean Dynamo or Inductor could not build the graph, raised on a compiled call."""
+    import torch._dynamo.exc as dynamo_exc
+    import torch._inductor.exc as inductor_exc
+
+    types: list[type[BaseException]] = [dynamo_exc.TorchDynamoException]
+    for name in ("InductorError", "LoweringException", "CppCompileError", "BackendCompilerFailed"):
+        if hasattr(inductor_exc, name):
+            types.append(getattr(inductor_exc, name))
+    try:
+        from triton.compiler.errors import CompilationError
+
+        types.append(CompilationError)
+    except ImportError:
+        pass
+    return tuple(types)
+
+
+def _pending_device_fault() -> BaseException | None:
+    if not torch.cuda.is_available():
+        return None
+    try:
+        torch.cuda.synchronize()
+    except Exception as fault:  # an illegal address, a device-side assert: the context is now unusable
+        return fault
+    return None
+
+
+def _failure(stage: Stage, error: BaseException, called: bool = False) -> StageFailure:
+    """The one place where a foreign exception becomes a failure at a stage. On a call of an artifact, a
+    kernel that faulted before a Python error was raised is what went wrong first (unchecked, its CUDA error
+    would surface in whichever call came next, and the outcome would depend on timing), and a Dynamo,
+    Inductor or Triton compilation error is a compile failure, whichever stage announced the call."""
+    if called:
+        error = _pending_device_fault() or error
+        stage = Stage.COMPILE if isinstance(error, compile_stage_exception_types()) or _raised_while_tracing(error) else Stage.RUN
+    return StageFailure(stage, error)
+
+
+# Dynamo's frame conversion and symbolic interpreter: on the stack only while Dynamo traces a call, never while
+# compiled code runs. An error they raise unwrapped (an internal AssertionError) is a failure to compile the call.
+_TRACING_FILES = (os.path.join("_dynamo", "convert_frame.py"), os.path.join("_dynamo", "symbolic_convert.py"))
+
+
+def _raised_while_tracing(error: BaseException) -> bool:
+    frame = error.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code.co_filename.endswith(_TRACING_FILES):
+            return True
+        frame = frame.tb_next
+    return False
+
+
+def _type_name(error: BaseException) -> str:
+    """The error kind a results file records: a builtin by its name, the harness's own by `harness.<Class>`
+    whichever module defines it (so moving a module changes no recorded data), any other by its module path."""
+    kind = type(error)
+    if kind.__module__ == "builtins":
+        return kind.__name__
+    if isinstance(error, HarnessError):
+        return f"harness.{kind.__qualname__}"
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _record(result: CellResult, exc: BaseException) -> None:
+    """A decided exception as the cell's outcome, stage and message."""
+    if isinstance(exc, Mismatch):
+        result.outcome, result.stage = Outcome.WRONG, Stage.RUN
+        result.message, result.max_error, result.mismatched = first_line(exc), exc.max_error, exc.mismatched
+        return
+    assert isinstance(exc, (StageFailure, CaseCodeError, HarnessFault))
+    if isinstance(exc, StageFailure):
+        result.outcome = Outcome.FAIL
+    else:  # not a finding about the path: the case's own code raised, or the harness broke
+        result.outcome, result.fault = Outcome.ERROR, "case" if isinstance(exc, CaseCodeError) else "harness"
+    result.stage = exc.stage
+    result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
+
+
+def examples(case: Case, path: Path, checked_batch_max: int = Settings.checked_batch_max) -> st.SearchStrategy[Example]:
+    """The hypothesis examples a cell of this row checks (Row.examples says how they vary). A case with
+    optional tensor inputs also draws which of them are None."""
+    how = path.spec.examples
+    extra: dict[str, st.SearchStrategy[Any]] = {}
+    if case.optional_inputs:
+        extra["absent"] = st.sets(st.sampled_from(sorted(case.optional_inputs))).map(frozenset)
+    if how is Examples.ONCE:
+        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0), **extra)
+    if how is Examples.BATCH:
+        shapes = st.integers(1, min(case.max_batch, checked_batch_max)).map(case.export_shape)
+        if case.dynamic_dims:  # the other dynamic dims are drawn too, each up to its largest size
+            dims = sorted(case.dynamic_dims)
+            sizes = st.tuples(*(st.integers(1, min(case.dynamic_dims[d], checked_batch_max)) for d in dims))
+            shapes = st.tuples(st.integers(1, min(case.max_batch, checked_batch_max)), sizes).map(
+                lambda drawn: case.export_shape(drawn[0], dict(zip(dims, drawn[1]))))
+        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1), **extra)
+    # Scalars vary where the artifact is made per call (eager, compile): a new value may recompile.
+    scalars = st.tuples(*(st.tuples(st.just(name), values) for name, values in case.scalars.items()))
+    return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=case.shapes, seed=st.integers(0, 2**31 - 1), scalars=scalars,
+                     **extra)
+
+
+def traces_once(path: Path) -> bool:
+    """Rows whose artifact is traced once (export, AOTInductor, opcheck): a None input is part of what was
+    traced, so each structure of the inputs (which optional inputs are None) gets an artifact of its own."""
+    return path.spec.examples is not Examples.DRAWN
+
+
+def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+class Execution:
+    """One cell, run in this process. `announce(stage)` is told each stage before it is entered;
+    `broken_dtypes` (harness.environment.probe) are left out, and the result says why."""
+
+    def __init__(
+        self,
+        cell: Cell,
+        case: Case,
+        settings: Settings,
+        device: str,
+        announce: Callable[[Stage], None] = lambda stage: None,
+        broken_dtypes: dict[str, str] | None = None,
+    ):
+        self.cell, self.case, self.settings, self.announce = cell, case, settings, announce
+        self.run_device = device  # where the run is; the row may run elsewhere (the CPU fallback)
+        self.device = cell.path.spec.device or device
+        self.broken_dtypes = broken_dtypes or {}
+        self.result = CellResult(cell, Outcome.PASS)
+        self.training = cell.path.spec.kind is Kind.TRAIN
+        self.observer = GraphObserver()
+        self.artifacts: dict[tuple[torch.dtype, frozenset[str]], Callable[..., Any] | None] = {}
+        self.session: dict[str, Any] = {}  # what the cell's builds share (harness.execution.builders.Build.session)
+        self.program: Callable[..., Any] = case.reference
+        self.reference: Callable[..., Any] = case.reference
+
+    # -- the cell ------------------------------------------------------------------------------
+
+    def run(self) -> CellResult:
+        began, cpu = time.perf_counter(), _cpu_seconds()
+        try:
+            reason = self._select_dtypes()
+            if reason:
+                self.result.outcome, self.result.message = Outcome.SKIPPED, reason
+            else:
+                self._execute()
+        finally:
+            self._close_processes()
+            self.result.timings.work = time.perf_counter() - began
+            self.result.timings.cpu = _cpu_seconds() - cpu
+        return self.result
+
+    def _close_processes(self) -> None:
+        """The processes the cell started (a package's C++ runner or serving process, the warm-cache row's new
+        process) end with the cell: their CPU time counts in the cell's, and none outlives it."""
+        for held in [*self.session.values(), *self.artifacts.values()]:
+            close = getattr(held, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # noqa: BLE001 - a process that will not stop is killed by its finalizer later
+                    pass
+
+    def spent(self, part: str, seconds: float) -> None:
+        """Seconds of the cell's work in a stage, or waiting (Timings.stages)."""
+        stages = self.result.timings.stages
+        stages[part] = stages.get(part, 0.0) + seconds
+
+    def _select_dtypes(self) -> str | None:
+        """Narrow the case to the dtypes this run tests; return why the cell does not run, if it does not."""
+        case, result = self.case, self.result
+        result.dtypes_skipped = {dtype_name(d): self.broken_dtypes[dtype_name(d)] for d in case.dtypes if dtype_name(d) in self.broken_dtypes}
+        testable = tuple(d for d in case.dtypes if dtype_name(d) not in self.broken_dtypes)
+        per_cell = self.settings.dtypes_per_cell
+        if per_cell is not None:
+            for d in testable[per_cell:]:
+                result.dtypes_skipped[dtype_name(d)] = f"this run's profile checks {per_cell} dtype(s) a cell"
+            testable = testable[:per_cell]
+        needs_cuda = self.cell.path.spec.needs_cuda
+        reason = (self.cell.path.spec.applies(case, self.cell.wrapping) or (case.requires(self.run_device) if case.requires else None)
+                  or (f"{needs_cuda}; this run's device is {self.device}" if needs_cuda and not self.device.startswith("cuda") else None)
+                  or self._interpreter_cannot_compile() or self._left_to_other_profiles())
+        if not testable:
+            reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
+        self.case = dataclasses.replace(case, dtypes=testable)
+        return reason
+
+    def _left_to_other_profiles(self) -> str | None:
+        settings = self.settings
+        if self.cell.path.value in settings.limited_rows and settings.limited_rows_tag not in self.case.tags:
+            return (f"this run's profile checks this row only on cases tagged {settings.limited_rows_tag!r} (each of its cells "
+                    "builds C++, autotunes or starts a process); the other profiles check every case")
+        return None
+
+    def _interpreter_cannot_compile(self) -> str | None:
+        """Why this cell would measure Triton's interpreter rather than the kernel, or None. On the CPU
+        interpreter a raw launch is plain Python to Dynamo: where a trivial kernel's launch fails under this
+        row's torch.compile with graph breaks allowed (probed once a run), every kernel's does, after
+        Dynamo has walked the interpreter's code for 5-10 s. With fullgraph Dynamo stops at the launch, and
+        the cell runs. Like a dtype the interpreter gets wrong, the cell is left out, with the probe's answer."""
+        options = self.cell.path.spec.compile_options
+        if self.device != "cpu" or os.environ.get("TRITON_INTERPRET") != "1" or options is None:
+            return None
+        warm_cache = self.cell.path.spec.kind is Kind.WARM_CACHE
+        if not warm_cache and (options.get("fullgraph") or self.cell.wrapping not in (Wrapping.RAW, Wrapping.RAW_AUTOGRAD)):
+            return None
+        failure = probe.interpreted_launch_under_compile(options, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+        if failure is None:
+            return None
+        compiled = f"torch.compile({', '.join(f'{k}={v!r}' for k, v in options.items())})"
+        if warm_cache:  # with no kernel in any compiled code, no cache can serve an old kernel: every style would pass by default
+            return (f"Triton's interpreter runs the kernels, and {compiled} cannot trace an interpreted launch here (probed once a "
+                    f"run with a trivial kernel: {failure}): no compiled code holds a kernel, so a warm cache cannot serve an old one")
+        return (f"Triton's interpreter runs this kernel, and {compiled} "
+                f"cannot run an interpreted launch here (probed once a run with a trivial kernel: {failure})")
+
+    def _execute(self) -> None:
+        os.makedirs(self.settings.workdir, exist_ok=True)
+        torch._dynamo.reset()
+        from torch._dynamo.utils import counters
+
+        counters.clear()
+        # An autotuner keeps the config it chose for each key for the life of the process. Left alone, a cell
+        # after another cell of the same case in this runner would not time the configs again, and what timing
+        # them does (every config run on the cell's own tensors: why reset_to_zero and restore_value exist)
+        # would depend on which cells this runner served before. Every cell starts as a new process does.
+        for autotuner in self.case.autotuners:
+            autotuner.cache.clear()
+        wrappings.take_unpoisoned()
+        with (_captured_warnings(self.result), degradation.watching(self.case.kernels) as watch,
+              torch._inductor.config.patch(post_grad_custom_post_pass=self.observer.inductor_pass())):
+            try:
+                self.wrap()
+                artifact = self.artifact(self.case.dtypes[0])
+                if self.cell.path.spec.replays and artifact is not None:
+                    self.replay(artifact, self.case.dtypes[0])
+                self.check()
+                if self.settings.perf and self.cell.path.spec.timed:
+                    self.time()
+            except _DECIDED as exc:
+                _record(self.result, exc)
+        self.result.unchecked += [f"unwritten elements of {what}: allocated unpoisoned, as written (torch.empty_like), since Inductor "
+                                  "cannot compile a filled tensor of that layout" for what in wrappings.take_unpoisoned()]
+        if self.result.outcome is Outcome.PASS:
+            self.result.degradations = self._degradations(watch)
+        self.result.graph_breaks = sum(counters["graph_break"].values())
+        self.result.kernel_in_graph = self.observer.verdict(OP_NAMESPACE)
+
+    def _degradations(self, watch: degradation.Watch) -> list[str]:
+        """What the passing cell lost silently. Where mutation analysis ran on a case kernel, one eager launch
+        at example_shape says which tensors the kernel really writes."""
+        if watch.marked_mutated and self.case.kernels:
+            try:
+                inputs = self.inputs(Example(self.case.dtypes[0], self.case.example_shape, seed=0))
+                degradation.record_writes(watch, self.case.launch, self.case.kernels, inputs)
+            except Exception as exc:  # noqa: BLE001 - the cell passed; an eager relaunch that fails only leaves the comparison out
+                self.result.unchecked.append(f"mutation analysis not compared: the eager launch raised {type(exc).__name__}: {first_line(exc)}")
+        if not self.device.startswith("cuda"):
+            watch.cudagraph_skip_count = 0  # without CUDA there are no CUDA graphs to lose (max-autotune asks for them)
+        return watch.degradations()
+
+    def replay(self, artifact: Callable[..., Any], dtype: torch.dtype) -> None:
+        """CUDA graph replays: new values written into the same input buffers, the result checked each time."""
+        buffers = self.inputs(Example(dtype, self.case.example_shape, seed=0))
+        for replay in range(1, self.cell.path.spec.replays + 1):
+            fresh = self.inputs(Example(dtype, self.case.example_shape, seed=replay))
+            with torch.no_grad():
+                for buffer, value in zip(buffers, fresh):
+                    if isinstance(buffer, torch.Tensor):
+                        buffer.copy_(value)
+            try:
+                self.verify(artifact, dtype, buffers, same_buffers=True)
+            except _DECIDED:
+                self.result.example = f"replay {replay} with new values in the same input buffers, {dtype_name(dtype)} {self.case.example_shape}"
+                raise
+
+    # -- stages --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def stage(self, stage: Stage) -> Iterator[None]:
+        """Announce a stage; whatever foreign exception is raised inside is a failure at it."""
+        self.announce(stage)
+        entered = time.perf_counter()
+        try:
+            yield
+        except _DECIDED:
+            raise
+        except Exception as exc:
+            raise _failure(stage, exc) from exc
+        finally:
+            self.spent(stage.value, time.perf_counter() - entered)
+
+    @contextlib.contextmanager
+    def case_code(self, stage: Stage) -> Iterator[None]:
+        """The case's own code runs inside: what it raises is the case's error, not a finding about the path."""
+        try:
+            yield
+        except _DECIDED:
+            raise
+        except Exception as exc:
+            raise CaseCodeError(stage, exc) from exc
+
+    def call(self, artifact: Callable[..., Any], inputs: tuple[Any, ...]) -> Any:
+        """Run an artifact once and wait for the device: a compile failure or a run failure."""
+        try:
+            result = artifact(*inputs)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            return result
+        except _DECIDED:
+            raise
+        except Exception as exc:
+            raise _failure(Stage.RUN, exc, called=True) from exc
+
+    def inputs(self, example: Example) -> tuple[Any, ...]:
+        with self.case_code(Stage.SETUP):
+            return self.case.inputs(example, self.device)
+
+    def wrap(self) -> None:
+        """The style's callable (or a subsystem's program) and the reference it is compared with."""
+        with _timed(self.result.timings, "setup"), self.stage(Stage.WRAP):
+            if self.cell.path.spec.kind is Kind.SUBSYSTEM:
+                self.program, self.reference = subsystems.programs(self.cell.path, self.case, self.cell.wrapping)
+            else:
+                self.program, self.reference = wrappings.build(self.case, self.cell.wrapping), self.case.reference
+        if self.training:
+            self.reference = train.step(self.reference)
+
+    def structure(self, inputs: tuple[Any, ...]) -> frozenset[str]:
+        """Which inputs are None, where it matters: on rows that trace once."""
+        if not traces_once(self.cell.path):
+            return frozenset()
+        return frozenset(p.name for p, x in zip(self.case.input_parameters(), inputs) if x is None)
+
+    def artifact(self, dtype: torch.dtype, absent: frozenset[str] = frozenset()) -> Callable[..., Any] | None:
+        """What runs on the row for this dtype (and structure of the inputs), built on first use; its builder
+        announces its stages. None where the structure cannot be traced at example_shape (make_inputs gives
+        None on its own there): the examples of that structure are not checked on this row, and the result says so."""
+        key = (dtype, absent)
+        if key not in self.artifacts:
+            inputs = self.inputs(Example(dtype, self.case.example_shape, seed=0, absent=absent & self.case.optional_inputs))
+            if self.structure(inputs) != absent:
+                self.artifacts[key] = None
+                self.result.unchecked.append(f"{dtype_name(dtype)} with {', '.join(sorted(absent)) or 'no input'} None: "
+                                             f"make_inputs gives another structure at example_shape, where this row traces")
+                return None
+            if self.training:
+                inputs = train.leaves(inputs)
+            variant = dtype_name(dtype) + "".join(f"-no-{name}" for name in sorted(absent))
+            key_name = self.cell.package_key(variant)
+            shared = None
+            if key_name is not None and self.settings.packages is not None:
+                shared = builders.Shared(packages=self.settings.packages, caches=self.settings.caches or self.settings.workdir, key=key_name)
+            request = builders.Build(
+                path=self.cell.path, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, batched=self.case.batched,
+                dims=self.case.dynamic_dims,
+                workdir=self.settings.workdir, label=f"{self.cell.id}-{variant}", observer=self.observer,
+                shared=shared, stage=self.stage, call=self.call, spent=self.spent, session=self.session,
+                edit=builders.Edit(self.case, self.cell.wrapping.value) if self.cell.path.spec.kind is Kind.WARM_CACHE else None,
+            )
+            start = time.perf_counter()
+            try:
+                built = builders.build(request)
+            finally:
+                self.result.timings.compile += time.perf_counter() - start
+            self.artifacts[key] = train.step(built) if self.training else built
+            self.announce(Stage.RUN)
+        return self.artifacts[key]
+
+    def verify(self, artifact: Callable[..., Any], dtype: torch.dtype, inputs: tuple[Any, ...], same_buffers: bool = False) -> None:
+        """Run the artifact and the reference on the same inputs; raise Mismatch where they differ. With
+        `same_buffers` the artifact is called on `inputs` themselves (a CUDA graph replays on its buffers)."""
+        ref_inputs, act_inputs = _clone(inputs), (inputs if same_buffers else _clone(inputs))
+        inputs = _clone(inputs) if same_buffers else inputs  # as they were before the call, for the float64 answer
+        with self.case_code(Stage.REFERENCE):
+            expected = flatten(self.reference(*ref_inputs))
+        actual = flatten(self.call(artifact, act_inputs))
+        input_names = [p.name for p in self.case.input_parameters()]
+        tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+        graded = [input_names[i] for i in tensors if inputs[i].is_floating_point()] if self.training else []
+        names = list(self.cell.path.spec.outputs) or (
+            [f"output {n}" for n in range(len(expected) - len(graded))] + [f"gradient of input {n!r}" for n in graded]
+        )
+
+        def float64() -> list[Any] | None:
+            """The reference on the same inputs in float64: the exact answer both are judged against."""
+            wide = tuple(x.detach().double() if isinstance(x, torch.Tensor) and x.is_floating_point() else
+                         x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+            try:
+                return flatten(self.reference(*wide)) + [wide[i] for i in tensors]
+            except Exception:  # noqa: BLE001 - a reference that cannot run in float64 leaves the plain comparison
+                return None
+
+        assert_close(
+            self.case,
+            dtype,
+            expected + [ref_inputs[i] for i in tensors],
+            actual + [act_inputs[i] for i in tensors],
+            names + [f"input {input_names[i]!r} after the call" for i in tensors],
+            float64,
+        )
+
+    def check(self) -> None:
+        """The hypothesis examples; the smallest failing one is raised, and recorded as the cell's example."""
+        timings = self.result.timings
+        checking, compiled_before = time.perf_counter(), timings.compile
+        try:
+            failure = self._smallest_failure()
+        finally:  # builds for the other dtypes happen lazily, inside the check: they count as compile
+            timings.run = time.perf_counter() - checking - (timings.compile - compiled_before)
+        if failure is not None:
+            example, error = failure
+            self.result.example = str(example)
+            raise error
+
+    def _smallest_failure(self) -> tuple[Example, BaseException] | None:
+        case, result, config = self.case, self.result, self.settings
+        failures: list[tuple[Example, BaseException]] = []
+        dtypes_seen: set[str] = set()
+        shrink_until = 0  # examples_run at which a failing cell stops running examples
+
+        @settings(
+            max_examples=config.max_examples,
+            derandomize=config.derandomize,
+            database=None,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+            print_blob=False,
+        )
+        @given(ex=examples(case, self.cell.path, config.checked_batch_max))
+        def check(ex: Example) -> None:
+            nonlocal shrink_until
+            if failures and result.examples_run >= shrink_until:
+                return  # the shrinking budget is spent: hypothesis keeps the smallest failure found so far
+            result.examples_run += 1
+            dtypes_seen.add(dtype_name(ex.dtype))
+            inputs = self.inputs(ex)
+            try:  # another dtype's (or structure's) artifact is built here, and may fail to build
+                artifact = self.artifact(ex.dtype, self.structure(inputs))
+                if artifact is None:
+                    return  # a structure this row could not trace: said in result.unchecked
+                self.verify(artifact, ex.dtype, inputs)
+            except (StageFailure, Mismatch) as exc:
+                if not failures:
+                    shrink_until = result.examples_run + config.shrink_examples
+                failures.append((ex, exc))
+                raise
+
+        def smallest() -> tuple[Example, BaseException]:
+            # Hypothesis goes on generating after a failure, and stops shrinking when the budget is spent:
+            # report the smallest failing input it ran, by element count, then shape, dtype and seed.
+            return min(failures, key=lambda f: (math.prod(f[0].shape), f[0].shape, case.dtypes.index(f[0].dtype), f[0].seed))
+
+        try:
+            check()
+        except (Mismatch, StageFailure) as exc:
+            return smallest() if failures else (Example(case.dtypes[0], case.example_shape, 0), exc)
+        except (CaseCodeError, HarnessFault):
+            raise
+        except Exception as exc:  # hypothesis' own errors (Flaky and the like, as when the budget cut shrinking)
+            if failures:
+                return smallest()
+            raise HarnessFault(Stage.RUN, exc) from exc
+        finally:
+            result.dtypes = sorted(dtypes_seen)
+        return None
+
+    def time(self) -> None:
+        """--perf: the artifact's median latency on the case's benchmark input."""
+        with _timed(self.result.timings, "perf"):
+            self.result.perf = perf.measure(self.case, self.artifact, self.inputs, self.verify, self.call, self.device)
+
+
+@contextlib.contextmanager
+def _captured_warnings(result: CellResult) -> Iterator[None]:
+    """Warnings PyTorch logs during the cell: silent degradation (a graph break, Triton mutation analysis
+    "assuming every input is mutated") is a finding, not a quiet pass."""
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            line = first_line(Exception(record.getMessage()))
+            if line and line not in result.warnings and len(result.warnings) < WARNINGS_KEPT:
+                result.warnings.append(line[:300])
+
+    handler = Keep(level=logging.WARNING)
+    # torch's own logging stops propagation at its component loggers (torch._dynamo, torch._inductor, ...),
+    # so the handler goes on each of those as well as on "torch".
+    names = ["torch"] + [
+        name for name, logger in logging.Logger.manager.loggerDict.items()
+        if name.startswith("torch.") and isinstance(logger, logging.Logger) and not logger.propagate
+    ]
+    loggers = [logging.getLogger(name) for name in names]
+    for logger in loggers:
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the child processes it has waited for (a C++ build, a new Python
+    process): what a cell costs the machine's cores, where its wall time may be waiting."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@contextlib.contextmanager
+def _timed(timings: Timings, part: str) -> Iterator[None]:
+    """Record a part's seconds even when it raises: a failing cell's work is work too."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        setattr(timings, part, time.perf_counter() - start)

@@ -1,0 +1,323 @@
+"""Building the wrapping styles (the chart's columns, harness.model.columns) from a case's launcher and kernels."""
+
+from __future__ import annotations
+
+import linecache
+import math
+import sys
+import types
+from typing import Any, Callable
+
+import torch
+
+from harness.authoring.case import Case, kernel_name, resolved_signature
+from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
+
+
+def _poison_value(dtype: torch.dtype) -> Any:
+    # NaN for floats, the largest value for integers: an element the kernel does not write cannot match.
+    if dtype.is_floating_point or dtype.is_complex:
+        return math.nan
+    return True if dtype == torch.bool else torch.iinfo(dtype).max
+
+
+# Allocated already filled (full/full_like), never filled in place: an in-place fill of a fresh output
+# inside an autograd.Function changes what torch.compile does with its gradients, and users do not write it.
+def empty_like(tensor: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+    if _unfoldable_fill(tensor, kwargs):
+        _unpoisoned.add("an output whose layout its sizes leave undecided (a transposed view's with an unbacked batch)")
+        return torch.empty_like(tensor, **kwargs)
+    return torch.full_like(tensor, _poison_value(kwargs.get("dtype") or tensor.dtype), **kwargs)
+
+
+# What this process's allocations left unpoisoned since the last take_unpoisoned(), said in the cell's result.
+_unpoisoned: set[str] = set()
+
+
+def _unfoldable_fill(tensor: torch.Tensor, kwargs: dict[str, Any]) -> bool:
+    """Whether a filled tensor of this layout fails to compile where the user's torch.empty_like compiles.
+    Inductor's constant folding (constant_fold_uniform_value) asks whether a filled tensor is contiguous; where
+    the sizes leave that undecided (a transposed view's layout with an unbacked batch: contiguous only if the
+    batch is 0 or 1) the question guards on the unbacked size and the whole compile fails (torch 2.11 to 2.13):
+    a failure of the poison, not of the case. Asked without guarding (statically_known_true, which Dynamo
+    traces), so the launcher compiles as it would with the user's allocation: eager tensors and every layout
+    the sizes decide keep their poison."""
+    if kwargs.get("memory_format", torch.preserve_format) is not torch.preserve_format:
+        return False
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    expected: Any = 1  # the stride a dense row-major layout has at this dim
+    for size, stride in reversed(list(zip(tensor.shape, tensor.stride()))):
+        if statically_known_true(size == 1):
+            continue  # a dim of size 1 may have any stride
+        if statically_known_true(stride != expected):
+            return False  # decided: not dense
+        if not statically_known_true(stride == expected):
+            return True
+        expected = expected * size
+    return False
+
+
+def take_unpoisoned() -> list[str]:
+    """The outputs allocated without poison since the last call: an element the kernel does not write there
+    goes unnoticed."""
+    taken = sorted(_unpoisoned)
+    _unpoisoned.clear()
+    return taken
+
+
+def empty(*size: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.Tensor:
+    """As torch.empty: k.empty(n, m), k.empty((n, m)) or k.empty(torch.Size(...))."""
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
+    dtype = dtype or torch.get_default_dtype()
+    return torch.full(shape, _poison_value(dtype), dtype=dtype, **kwargs)
+
+
+def kernel_namespace(kernels: tuple[Any, ...]) -> types.SimpleNamespace:
+    """The `k` a launcher is given: its kernels by name, and the harness's poisoned allocators."""
+    return launcher_namespace(**{kernel_name(k): k for k in kernels})
+
+
+def launcher_namespace(**kernels: Any) -> types.SimpleNamespace:
+    """A `k` holding the given objects under the kernels' names (wrapped kernels, recorders), with the allocators."""
+    return types.SimpleNamespace(**kernels, empty_like=empty_like, empty=empty)
+
+
+# Built once a process: the styles' callables hold the operators and Functions registered for them.
+_built: dict[tuple[str, Wrapping, bool], Callable[..., Any]] = {}
+
+
+def build(case: Case, wrapping: Wrapping, cpu_fallback: bool = False) -> Callable[..., Any]:
+    """The callable a user would write for this style: fn(*inputs) -> outputs.
+
+    With `cpu_fallback`, the operator styles are built again under their own names with the case's
+    reference registered as their CPU kernel (`register_kernel("cpu")`), so the fallback never changes
+    what the other rows measure.
+    """
+    key = (case.name, wrapping, cpu_fallback)
+    if key not in _built:
+        _built[key] = _build(case, wrapping, cpu_fallback)
+    return _built[key]
+
+
+def _signature_of(launch: Callable[..., Any], name: str, body: Callable[..., Any]) -> Callable[..., Any]:
+    """Give `body(*args)` the launcher's signature minus `k`, so torch.library can infer the schema."""
+    sig = resolved_signature(launch)
+    body.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])  # type: ignore[attr-defined]
+    body.__name__ = name
+    return body
+
+
+_TRITON_OP_TEMPLATE = """
+def {name}(*_tcm_inputs):
+    _tcm_k = _tcm_namespace({wrapped})
+    return _tcm_launch(_tcm_k, *_tcm_inputs)
+"""
+
+
+def run_as_module(module_name: str, filename: str, source: str, **names: Any) -> dict[str, Any]:
+    """Run source as module `module_name` read from `filename`, its text in linecache (with no mtime, so it is
+    never re-read from disk): inspect, Dynamo, Triton and torch's kernel discovery read it like any file."""
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    module.__package__ = module_name.rpartition(".")[0]  # its relative imports resolve as in the file it stands for
+    module.__dict__.update(names)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    sys.modules[module_name] = module
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module.__dict__
+
+
+def _generated_module(name: str, source: str, title: str, **names: Any) -> dict[str, Any]:
+    return run_as_module(f"tcm_generated.{name}", f"<triton-compat-matrix: {title}>", source, **names)
+
+
+def _triton_op_body(name: str, launch: Callable[..., Any], kernels: tuple[Any, ...]) -> Callable[..., Any]:
+    """The triton_op's body as users write it: each kernel named in a `wrap_triton(kernel)` call in the body.
+    torch finds a triton_op's kernels by reading that source (torch._library.triton.get_inner_triton_kernels)
+    and hashes them into AOTAutograd's cache key; a kernel reached only through an object built elsewhere
+    is invisible to it, and editing that kernel would not invalidate the cache."""
+    names = {kernel_name(kernel): kernel for kernel in kernels}
+    wrapped = ", ".join(f"{n}=wrap_triton({n})" for n in names)
+    source = _TRITON_OP_TEMPLATE.format(name=name, wrapped=wrapped)
+    namespace = _generated_module(name, source, f"{name} triton_op", wrap_triton=torch.library.wrap_triton,
+                                  _tcm_launch=launch, _tcm_namespace=launcher_namespace, **names)
+    return namespace[name]
+
+
+def _operator(
+    name: str, launch: Callable[..., Any], kernels: tuple[Any, ...], style: Wrapping, mutates: frozenset[str], fake: Callable[..., Any]
+) -> Any:
+    """A triton_op (kernels wrapped with wrap_triton, traced into) or a custom_op (opaque, with a fake)."""
+    qualified = f"{OP_NAMESPACE}::{name}"
+    if style is Wrapping.TRITON_OP:
+        body = _triton_op_body(name, launch, kernels)
+        return torch.library.triton_op(qualified, _signature_of(launch, name, body), mutates_args=tuple(mutates))
+
+    k = kernel_namespace(kernels)
+
+    def body(*inputs: Any) -> Any:
+        return launch(k, *inputs)
+
+    op = torch.library.custom_op(qualified, _signature_of(launch, name, body), mutates_args=tuple(mutates))
+    op.register_fake(_signature_of(launch, name, fake))
+    return op
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+def _input_grads(tensor_grads: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The backward gives one gradient per tensor input; autograd wants one per input."""
+    grads = iter(_as_tuple(tensor_grads))
+    return tuple(next(grads) if isinstance(x, torch.Tensor) else None for x in inputs)
+
+
+def _backward_callable(case: Case, style: Wrapping) -> Callable[..., Any]:
+    """backward(grad, *inputs) -> gradients of the tensor inputs, built in the given style."""
+    assert case.backward is not None
+    bwd = case.backward
+    if not bwd.kernels:
+        return lambda grad, *inputs: bwd.launch(None, grad, *inputs)
+    if style in OPERATOR_STYLES:
+
+        def fake(grad: Any, *inputs: Any) -> Any:
+            grads = tuple(torch.empty_like(x) for x in inputs if isinstance(x, torch.Tensor))
+            return grads[0] if len(grads) == 1 else grads
+
+        return _operator(f"{case.name}_backward_{style.value}", bwd.launch, bwd.kernels, style, frozenset(), fake)
+    k = kernel_namespace(bwd.kernels)
+    return lambda grad, *inputs: bwd.launch(k, grad, *inputs)
+
+
+def _register_autograd(case: Case, op: Any, style: Wrapping) -> None:
+    backward = _backward_callable(case, style)
+
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.inputs_meta = [isinstance(x, torch.Tensor) for x in inputs]
+        ctx.scalars = [None if isinstance(x, torch.Tensor) else x for x in inputs]
+        ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)])
+
+    def op_backward(ctx: Any, grad: Any) -> Any:
+        saved = iter(ctx.saved_tensors)
+        inputs = tuple(next(saved) if is_tensor else scalar for is_tensor, scalar in zip(ctx.inputs_meta, ctx.scalars))
+        return _input_grads(backward(grad, *inputs), inputs)
+
+    op.register_autograd(op_backward, setup_context=setup_context)
+
+
+_FUNCTION_TEMPLATE = """
+class {name}(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, {args}):
+        ctx.save_for_backward({saved})
+        {keep}
+        return launch(k, {args})
+
+    @staticmethod
+    def backward(ctx, grad):
+        {unpack} = ctx.saved_tensors
+        {restore}
+        return input_grads(backward(grad, {args}), ({args},))
+"""
+
+
+def _autograd_function(case: Case) -> type:
+    """The launcher in a torch.autograd.Function written out as a user would, with named arguments
+    (Dynamo treats a varargs forward differently)."""
+    params = case.input_parameters()
+    names = [p.name for p in params]
+    optional = case.optional_inputs  # saved like tensors: save_for_backward takes None
+    tensors = [p.name for p in params if p.annotation is torch.Tensor or p.name in optional]
+    others = [n for n in names if n not in tensors]
+    backward = _backward_callable(case, Wrapping.RAW) if case.backward else None
+
+    def no_backward(grad: Any, *inputs: Any) -> Any:
+        raise NotImplementedError(f"case {case.name!r} declares no backward")
+
+    source = _FUNCTION_TEMPLATE.format(
+        name=f"{case.name}_function",
+        args=", ".join(names),
+        saved=", ".join(tensors),
+        keep="; ".join(f"ctx.{n} = {n}" for n in others) or "pass",
+        unpack="(" + "".join(f"{n}, " for n in tensors) + ")",
+        restore="; ".join(f"{n} = ctx.{n}" for n in others) or "pass",
+    )
+    namespace = _generated_module(f"{case.name}_function", source, f"{case.name} autograd.Function", torch=torch,
+                                  launch=case.launch, k=kernel_namespace(case.kernels), backward=backward or no_backward,
+                                  input_grads=_input_grads)
+    return namespace[f"{case.name}_function"]
+
+
+def _register_flops(case: Case, op: Any) -> None:
+    from torch.utils.flop_counter import register_flop_formula
+
+    formula = case.flops
+    assert formula is not None
+    packet = getattr(getattr(torch.ops, OP_NAMESPACE), op._name.split("::")[-1])
+    register_flop_formula(packet)(lambda *shapes, out_shape=None, **kwargs: formula(*shapes))
+
+
+_CALLER_TEMPLATE = """
+def {name}({args}):
+    return {callee}({args})
+"""
+
+
+def _caller(name: str, case: Case, callee: str, title: str, **names: Any) -> Callable[..., Any]:
+    """The plain function a user calls: the case's inputs as named parameters, passed to `callee` as written
+    in a model or a library's Python API (`Fn.apply(x, y)`, `torch.ops.tcm.op(x, y)`). The rows see this
+    function, never a bound `apply` or an operator object held as an attribute: strict export of a module
+    holding `Fn.apply` fails where the same Function called from a function passes (torch 2.11), a failure
+    no user meets."""
+    args = ", ".join(p.name for p in case.input_parameters())
+    source = _CALLER_TEMPLATE.format(name=name, args=args, callee=callee)
+    return _generated_module(f"{name}_caller", source, title, torch=torch, **names)[name]
+
+
+def _build(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Callable[..., Any]:
+    if wrapping is Wrapping.CONTROL:
+        return case.reference
+
+    if wrapping is Wrapping.RAW:
+        # A plain function that launches the kernel: the shape users write already.
+        k = kernel_namespace(case.kernels)
+        return lambda *inputs: case.launch(k, *inputs)
+
+    if wrapping is Wrapping.RAW_AUTOGRAD:
+        function = _autograd_function(case)
+        return _caller(f"{case.name}_{wrapping.value}", case, f"{function.__name__}.apply",
+                       f"{case.name} calling its autograd.Function", **{function.__name__: function})
+
+    if wrapping in OPERATOR_STYLES:
+        name = operator(case, wrapping, cpu_fallback)._name
+        return _caller(name, case, f"torch.ops.{OP_NAMESPACE}.{name}", f"{name} calling its operator")
+
+    raise ValueError(f"unknown wrapping {wrapping!r}")
+
+
+# torch.library registrations are process-wide and cannot be repeated: register each once.
+_operators: dict[tuple[str, Wrapping, bool], Any] = {}
+
+
+def operator(case: Case, wrapping: Wrapping, cpu_fallback: bool = False) -> Any:
+    """The torch.library operator an operator style registers (what opcheck tests), its fake, autograd and
+    flop formula registered with it."""
+    assert wrapping in OPERATOR_STYLES, wrapping
+    key = (case.name, wrapping, cpu_fallback)
+    if key not in _operators:
+        _operators[key] = _register_operator(case, wrapping, cpu_fallback)
+    return _operators[key]
+
+
+def _register_operator(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Any:
+    name = f"{case.name}_{wrapping.value}" + ("_cpu_fallback" if cpu_fallback else "")
+    op = _operator(name, case.launch, case.kernels, wrapping, case.mutates, lambda *inputs: case.reference(*inputs))
+    if case.backward is not None:
+        _register_autograd(case, op, wrapping)
+    if case.flops is not None and not cpu_fallback:
+        _register_flops(case, op)
+    if cpu_fallback:
+        op.register_kernel("cpu")(_signature_of(case.launch, name, lambda *inputs: case.reference(*inputs)))
+    return op

@@ -1,0 +1,90 @@
+"""The harness's own exceptions, under one base.
+
+Exceptions from PyTorch, Triton and a case's own code are foreign: `harness.execution.execute` maps them to a cell's
+outcome in one place (a StageFailure, a CaseCodeError). An exception defined elsewhere in the harness
+derives from HarnessError too. A results file records a harness exception as `harness.<Class>` whichever module
+defines it (harness.execution.execute._type_name), so a module can move without changing recorded data; class names are
+unique across the harness for that reason.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.model.outcome import Stage
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message, which is what the chart shows.
+
+    Dynamo puts a terse title first, the reason on an `Explanation:` line and the user's own exception
+    on a `Developer debug context:` line; those are kept with it.
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    parts = [lines[0]]
+    for line in lines[1:]:
+        for prefix in ("Explanation:", "Developer debug context:"):
+            if line.startswith(prefix) and line.removeprefix(prefix).strip():
+                parts.append(line.removeprefix(prefix).strip() if prefix.startswith("Developer") else line)
+    return " - ".join(parts)[:500]
+
+
+class HarnessError(Exception):
+    """Base of every exception the harness raises on purpose."""
+
+
+class UsageError(HarnessError, ValueError):
+    """A command-line option or argument the user gave is wrong: the message names it and the fix."""
+
+
+class CellIdError(HarnessError, ValueError):
+    """Text that is not a cell id (CASE-WRAPPING-PATH)."""
+
+
+class ResultsError(HarnessError, ValueError):
+    """A results file that cannot be used: the message names the file and what is wrong."""
+
+
+class CaseError(HarnessError, ValueError):
+    """A case is malformed: the message names the case and what to fix."""
+
+    def __init__(self, case: str, problem: str):
+        super().__init__(f"case {case!r}: {problem}")
+        self.case = case
+
+
+class RunnerDied(HarnessError):
+    """A runner process did not start."""
+
+
+class AtStage(HarnessError):
+    """An exception raised at a named stage of a cell, which it carries with the stage."""
+
+    def __init__(self, stage: Stage, error: BaseException):
+        super().__init__(f"{stage.value}: {type(error).__name__}: {first_line(error)}")
+        self.stage = stage
+        self.error = error
+
+
+class StageFailure(AtStage):
+    """An exception raised by PyTorch or Triton, attributed to the stage it happened in."""
+
+
+class CaseCodeError(AtStage):
+    """The case's own code (make_inputs, reference) raised: the case's problem, not a finding about the path."""
+
+
+class HarnessFault(AtStage):
+    """The harness itself, or hypothesis as it drives the examples, broke while running a cell."""
+
+
+class Mismatch(HarnessError):
+    """An output (or an input after the call) differs from the reference's."""
+
+    def __init__(self, what: str, max_error: float | None, mismatched: str | None, message: str | None = None):
+        super().__init__(message or f"{what} differs from the reference: {mismatched} (max abs error {max_error:.3g})")
+        self.max_error = max_error
+        self.mismatched = mismatched

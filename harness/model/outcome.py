@@ -1,0 +1,151 @@
+"""What happened in a cell, and where: the outcome vocabulary of the matrix."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from harness.model.cell import Cell
+from harness.model.columns import Wrapping
+from harness.model.rows import Path
+
+
+class Outcome(str, enum.Enum):
+    PASS = "pass"
+    WRONG = "wrong"  # ran, but numbers differ from the reference
+    FAIL = "fail"  # an exception at a named stage
+    CRASH = "crash"  # the process died on a signal
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+    ERROR = "error"  # the case's own code or the harness broke, not the path (`fault` says which): a pytest failure
+
+
+# Timings.stages' name for the time a cell waited for another cell's build of the package it runs.
+WAITED_FOR_PACKAGE = "waiting for a package another cell builds"
+
+
+class Stage(str, enum.Enum):
+    SETUP = "setup"  # loading the case and making inputs
+    WRAP = "wrap"
+    CPP_BUILD = "cpp_build"  # building the C++ runtime's runner, before the package it will run
+    COMPILE = "compile"  # Dynamo trace and Inductor compile
+    EXPORT = "export"
+    AOT_COMPILE = "aot_compile"
+    AOT_LOAD = "aot_load"
+    RUN = "run"
+    REFERENCE = "reference"
+
+
+@dataclass
+class Timings:
+    """Seconds spent in each part of a cell. `work` is what the cell itself costs in its runner process
+    (setup + compile + run); `wall` is seen from the pytest worker, and `overhead` is the difference:
+    the harness's own cost (the request and answer, the health check, a runner process started)."""
+
+    setup: float = 0.0  # wrapping the kernel, building the program and the reference
+    compile: float = 0.0  # torch.compile's first call, export, AOT compile and load: every dtype's
+    run: float = 0.0  # the hypothesis examples: inputs, reference, the artifact's calls, comparison
+    work: float = 0.0
+    wall: float = 0.0
+    overhead: float = 0.0
+    process_start: float = 0.0  # a runner process started for this cell (first cell, or after a fault)
+    perf: float = 0.0  # timing the artifact's speed, with --perf
+    finished: float = 0.0  # when the cell's result came back (seconds since the epoch): orders a worker's cells
+    # Where the work went: seconds inside each stage the cell entered (every dtype's), and WAITED_FOR_PACKAGE:
+    # waiting while another cell built the AOTInductor package this one runs.
+    stages: dict[str, float] = field(default_factory=dict)
+    cpu: float = 0.0  # CPU seconds of the runner process during the cell, and of the processes it started and waited for
+
+    # Version 1 of the results file named the parts by the harness's steps.
+    V1_NAMES = {"wrap": "setup", "build": "compile", "check": "run"}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Timings:
+        renamed = {cls.V1_NAMES.get(k, k): v for k, v in data.items()}
+        timings = cls(**renamed)
+        if "work" not in data:
+            timings.work = timings.setup + timings.compile + timings.run
+            timings.overhead = max(timings.wall - timings.work, 0.0)
+        return timings
+
+
+@dataclass
+class Memory:
+    """Memory of the runner process, in MB, read after the cell (its artifacts freed) and at its peak."""
+
+    host_peak_mb: float | None = None  # the process's peak resident set, since it started
+    host_rss_mb: float | None = None
+    gpu_allocated_before_mb: float | None = None  # tensors alive on the GPU, before and after the cell
+    gpu_allocated_after_mb: float | None = None
+    gpu_peak_mb: float | None = None  # the most allocated at once during the cell
+    gpu_reserved_mb: float | None = None  # the caching allocator's pool after the cell
+
+
+@dataclass
+class CellResult:
+    """What one cell gave. Built only as CellResult(cell, outcome, ...); its case, wrapping and path are the cell's."""
+
+    cell: Cell
+    outcome: Outcome
+    stage: Stage | None = None
+    error_type: str | None = None
+    message: str | None = None  # first line of the error
+    detail: str | None = None  # the whole message, bounded
+    max_error: float | None = None
+    mismatched: str | None = None  # "12 of 4096 elements"
+    example: str | None = None  # smallest failing example hypothesis found
+    examples_run: int = 0
+    dtypes: list[str] = field(default_factory=list)
+    graph_breaks: int | None = None
+    kernel_in_graph: str | None = None  # "traced", "opaque" or "absent", read off the compiled/exported graphs
+    warnings: list[str] = field(default_factory=list)  # what PyTorch logged as a warning during the cell
+    degradations: list[str] = field(default_factory=list)  # what a passing cell silently lost (harness.execution.degradation)
+    dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this run does not test it
+    unchecked: list[str] = field(default_factory=list)  # examples the cell drew but could not check, and why
+    signal: str | None = None
+    fault: str | None = None  # for an error: "case" (its make_inputs or reference raised) or "harness"
+    flaky: str | None = None  # set by hand in a baseline: why this cell's outcome may vary (it is not checked)
+    blamed_on: str | None = None  # the control cell that fails on the same path: the environment, not the wrapping
+    log_tail: list[str] = field(default_factory=list)  # stderr of a crashed or hung runner
+    timings: Timings = field(default_factory=Timings)
+    memory: Memory = field(default_factory=Memory)
+    worker: str | None = None  # the pytest worker that ran it
+    perf: dict[str, Any] | None = None  # with --perf: the artifact's median latency on a realistic input
+
+    @property
+    def case(self) -> str:
+        return self.cell.case
+
+    @property
+    def wrapping(self) -> Wrapping:
+        return self.cell.wrapping
+
+    @property
+    def path(self) -> Path:
+        return self.cell.path
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        cell = data.pop("cell")
+        # The file keeps the id's parts beside it, so a reader without this harness can group cells.
+        head = {"cell": cell.id, "case": cell.case, "wrapping": cell.wrapping.value, "path": cell.path.value}
+        data.update(outcome=self.outcome.value, stage=self.stage.value if self.stage else None,
+                    timings=asdict(self.timings), memory=asdict(self.memory))
+        return {**head, **data}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CellResult:
+        """Raises CellIdError for an id this harness does not know (a row or style it lacks)."""
+        data = {k: v for k, v in data.items() if k not in ("case", "wrapping", "path")}
+        data["cell"] = Cell.parse(data["cell"])
+        data["outcome"] = Outcome(data["outcome"])
+        data["stage"] = Stage(data["stage"]) if data.get("stage") else None
+        data["timings"] = Timings.from_json(data.get("timings", {}))
+        data["memory"] = Memory(**(data.get("memory") or {}))
+        return cls(**data)
+
+
+def detail(exc: BaseException) -> str:
+    """The whole message, bounded, for results.json: the first line rarely tells everything."""
+    return str(exc)[:4000]

@@ -1,0 +1,205 @@
+"""The machine-readable results file: versioned, validated on read, written atomically; split runs of one
+environment merged."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.model.cell import Cell
+from harness.model.errors import CellIdError, ResultsError
+from harness.model.outcome import CellResult
+
+SCHEMA = "triton-compat-matrix/results"
+VERSION = 3
+# Version 1 differs in the names of the timings, which load() renames; versions 1 and 2 record the harness's own
+# exceptions by module path (harness.cpp_runtime.RuntimeFailure), which load() reads as the kind version 3
+# records (harness.RuntimeFailure), so a module's move changes no recorded data and old and new runs compare.
+READABLE = (1, 2, 3)
+_HARNESS_MODULE_PATH = re.compile(r"^harness\.(?:[a-z_]\w*\.)+([A-Z]\w*)$")
+
+
+def stable_error_kind(error_type: str | None) -> str | None:
+    """`harness.<Class>` for a harness exception recorded by its module path; any other error kind as it is."""
+    return _HARNESS_MODULE_PATH.sub(r"harness.\1", error_type) if error_type else error_type
+
+
+@dataclass
+class Results:
+    fingerprint: dict[str, Any]
+    cells: list[CellResult]
+    complete: bool = True
+    missing: list[str] = field(default_factory=list)  # collected cells that never reported
+    wall_time_s: float | None = None
+    # Case modules and cases left out, each {"module", "case", "message"} (harness.authoring.registry.CaseProblem).
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: str | None = None  # why the run stopped before every cell ran (Ctrl-C, SIGTERM)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "version": VERSION,
+            "complete": self.complete,
+            "interrupted": self.interrupted,
+            "missing": self.missing,
+            "wall_time_s": self.wall_time_s,
+            "problems": self.problems,
+            "fingerprint": self.fingerprint,
+            "cells": [c.to_json() for c in sorted(self.cells, key=lambda c: c.cell.id)],
+        }
+
+    def by_cell(self) -> dict[Cell, CellResult]:
+        return {c.cell: c for c in self.cells}
+
+
+def write_atomic(path: str, content: str | bytes) -> None:
+    """Readers see the old file or the new one, never half of one. Text is written as text, bytes as they are."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+    try:
+        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f:
+            f.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def dumps(results: Results) -> str:
+    return json.dumps(results.to_json(), indent=1, sort_keys=False) + "\n"
+
+
+def save(results: Results, path: str) -> None:
+    write_atomic(path, dumps(results))
+
+
+def load(path: str) -> Results:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: not JSON (truncated or corrupt?): {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ResultsError(f"{path}: not a triton-compat-matrix results file (no \"schema\": \"{SCHEMA}\")")
+    if data.get("version") not in READABLE:
+        readable = ", ".join(str(v) for v in READABLE)
+        raise ResultsError(f"{path}: results schema version {data.get('version')!r}; this harness reads versions {readable}")
+    try:
+        cells = [CellResult.from_json({**c, "error_type": stable_error_kind(c.get("error_type"))}) for c in data["cells"]]
+        return Results(
+            fingerprint=data["fingerprint"],
+            cells=cells,
+            complete=data["complete"],
+            missing=data["missing"],
+            wall_time_s=data.get("wall_time_s"),
+            problems=data.get("problems", []),
+            interrupted=data.get("interrupted"),
+        )
+    except CellIdError as exc:
+        raise ResultsError(f"{path}: unknown cell id: {exc}") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultsError(f"{path}: malformed results: {type(exc).__name__}: {exc}") from None
+
+
+# Fingerprint fields that must agree before two runs' cells may share one chart.
+SAME_ENVIRONMENT = ("mode", "torch", "triton", "cuda", "gpu", "compiler")
+
+
+def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
+    """Runs of one environment (split with `-k`, or across machines) as one run, in the order given. Raises
+    ResultsError naming a file that measured another environment or repeats an earlier file's cells.
+
+    With `rerun`, each later file is a re-run of some of the cells before it (`--lf`, `-k`, cells a change can
+    move): its results replace the earlier ones, and the merged fingerprint's "reruns" names, for each re-run,
+    its file, commit, time, command and the cells it replaced, so the chart says which cells came from which run."""
+    (first_path, first), *rest = runs
+    cells = {c.cell.id: c for c in first.cells}
+    missing = set(first.missing)
+    reruns = list(first.fingerprint.get("reruns", []))
+    for path, run in rest:
+        for key in SAME_ENVIRONMENT:
+            if run.fingerprint.get(key) != first.fingerprint.get(key):
+                raise ResultsError(
+                    f"{path}: measured a different environment than {first_path} ({key}: "
+                    f"{run.fingerprint.get(key)!r} vs {first.fingerprint.get(key)!r}); charts of different environments do not merge"
+                )
+        duplicated = sorted(set(cells) & {c.cell.id for c in run.cells})
+        if duplicated and not rerun:
+            raise ResultsError(f"{path}: cells already in an earlier file: {', '.join(duplicated[:10])} "
+                               "(to fold a re-run of these cells over that file, give --rerun)")
+        if rerun:
+            reruns += run.fingerprint.get("reruns", [])
+            reruns.append(_rerun_record(path, run))
+        cells.update({c.cell.id: c for c in run.cells})
+        missing |= set(run.missing)
+    missing -= set(cells)
+    wall = [r.wall_time_s for _, r in (runs[:1] if rerun else runs) if r.wall_time_s is not None]
+    fingerprint = dict(first.fingerprint)
+    if reruns:
+        fingerprint["reruns"] = reruns
+    if rest and not rerun:
+        fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
+    # A file re-rendered alone keeps its words: rendering is idempotent. What an earlier merge said of absent
+    # --shard parts is said again below, from the parts held now.
+    said = [(path, _ABSENT_PARTS.sub("", r.interrupted).strip("; ")) for path, r in runs if r.interrupted]
+    stopped = "; ".join(f"{path}: {words}" if rest else words for path, words in said if words) or None
+    parts_absent = _shards_absent(runs, fingerprint)
+    if parts_absent:
+        stopped = "; ".join(filter(None, [stopped, parts_absent]))
+    return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing and not parts_absent,
+                   missing=sorted(missing), wall_time_s=sum(wall) if wall else None,
+                   interrupted=stopped if missing or parts_absent else None)
+
+
+def _rerun_record(path: str, run: Results) -> dict[str, Any]:
+    fp = run.fingerprint
+    return {"file": path, "commit": (fp.get("git") or {}).get("commit"), "time": fp.get("time"), "command": fp.get("command"),
+            "complete": run.complete, "cells": sorted(c.cell.id for c in run.cells)}
+
+
+_ABSENT_PARTS = re.compile(r"parts [0-9/, ]+ of the --shard split not merged: their cells are not in this chart")
+
+
+def _parts_held(run: Results) -> tuple[tuple[Any, ...], list[int]] | None:
+    """The --shard parts a results file holds (a part's own record, or what an earlier merge recorded), with
+    what makes a split: the number of parts, the timings that balanced them, and the harness's commit."""
+    part, merged = run.fingerprint.get("shard"), run.fingerprint.get("shards")
+    commit = (run.fingerprint.get("git") or {}).get("commit")
+    if isinstance(part, dict):
+        return (part["count"], part.get("timings_sha256"), commit), [part["index"]]
+    if isinstance(merged, dict):
+        return (merged["count"], merged.get("timings_sha256"), commit), list(merged["merged"])
+    return None
+
+
+def _shards_absent(runs: list[tuple[str, Results]], fingerprint: dict[str, Any]) -> str | None:
+    """Parts of a run split with --shard=K/N: the merged fingerprint records which parts it holds, and what is
+    absent is said, since a part's cells never collected here cannot be listed as missing. Parts of another
+    split (another N, other --shard-timings, another commit's cost estimate), whose parts need not add up to
+    every cell, are refused."""
+    parts = [(path, held) for path, r in runs if (held := _parts_held(r)) is not None]
+    if not parts:
+        return None
+    first_path, (split, _) = parts[0]
+    count, timings, commit = split
+    held: list[int] = []
+    for path, (other, indices) in parts:
+        if other[0] != count:
+            raise ResultsError(f"{path}: a part of {other[0]} parts, merged with parts of {count} ({first_path}): "
+                               "give the parts of one split")
+        if other != split:
+            raise ResultsError(f"{path}: a part of another split than {first_path}'s (balanced by other --shard-timings, "
+                               "or made by another commit): its parts and theirs need not add up to every cell; "
+                               "give the parts of one split")
+        held += indices
+    fingerprint.pop("shard", None)
+    fingerprint["shards"] = {"count": count, "merged": sorted(held), **({"timings_sha256": timings} if timings else {})}
+    absent = [f"{k}/{count}" for k in range(1, count + 1) if k not in held]
+    return f"parts {', '.join(absent)} of the --shard split not merged: their cells are not in this chart" if absent else None

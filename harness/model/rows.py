@@ -1,0 +1,210 @@
+"""The chart's rows: every compile path and capability, one entry each with all of its facts.
+
+Like an OpInfo entry, a `Path` member holds everything the harness needs to know about a row: its kind
+(which builder makes its artifact, see harness.execution.builders), chart title, export strictness, torch.compile
+options, default timeout, relative cost, whether `--perf` times it, how its examples vary, and where it
+applies. Adding a row is one entry here and, for a new kind, its builder; a unit test fails when an entry
+lacks a fact. This module imports no torch: reports and diffs read it too.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+from harness.model.columns import OPERATOR_STYLES, Wrapping
+from harness.model.errors import UsageError
+
+
+class Kind(str, enum.Enum):
+    """What a row does with the wrapped callable; a kind has one builder (harness.execution.builders.BUILDERS)."""
+
+    EAGER = "eager"
+    COMPILE = "compile"
+    EXPORT = "export"
+    AOTI = "aoti"
+    AOTI_CPP = "aoti_cpp"  # the same package, loaded and run by a C++ program with no Python
+    AOTI_FRESH = "aoti_fresh"  # the same package, loaded and run in a new Python process that never imported the case
+    WARM_CACHE = "warm_cache"  # compiled again in a new process, on the caches of the first compile, after a kernel edit
+    TRAIN = "train"  # forward and backward, gradients checked
+    SUBSYSTEM = "subsystem"  # a PyTorch subsystem the style should compose with
+
+
+class Examples(str, enum.Enum):
+    """How a row's hypothesis examples vary."""
+
+    DRAWN = "drawn"  # shapes and scalars drawn per example: the artifact is made per call (eager, compile)
+    BATCH = "batch"  # traced once per dtype at example_shape; only the dynamic batch varies (export, AOTInductor)
+    ONCE = "once"  # one example per dtype at example_shape (a slow, shape-blind check such as opcheck)
+
+
+# Where a row applies: a function of (case, wrapping) giving why the row does not apply, or None.
+Applies = Callable[[Any, Wrapping], "str | None"]
+
+
+def _has_gradient(case: Any, wrapping: Wrapping) -> str | None:
+    if case.mutates:
+        return "the case mutates its inputs: it has no gradient to check"
+    if case.backward is None and wrapping in (Wrapping.RAW_AUTOGRAD, *OPERATOR_STYLES):
+        return "the case declares no backward"
+    return None
+
+
+def _is_operator(case: Any, wrapping: Wrapping) -> str | None:
+    return None if wrapping in OPERATOR_STYLES else "opcheck tests torch.library operators; this style is none"
+
+
+def _counts_flops(case: Any, wrapping: Wrapping) -> str | None:
+    if case.flops is None:
+        return "the case declares no flop formula"
+    if wrapping is Wrapping.CONTROL:
+        return "the control's own flop count is the yardstick of the other styles"
+    return None
+
+
+def _everywhere(case: Any, wrapping: Wrapping) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class Row:
+    name: str  # the id's last part and the row's anchor in MATRIX.md
+    kind: Kind
+    title: str  # as the charts show it
+    timeout_s: float  # default limit for one cell (--cell-timeout overrides it)
+    cost: float  # relative cost of a cell, for ordering where no run of the profile was measured (harness.plugin.estimate has the means)
+    timed: bool  # --perf times its passing cells
+    examples: Examples
+    strict: bool | None = None  # torch.export's strict=, on the rows that export
+    compile_options: Mapping[str, Any] | None = None  # torch.compile's arguments, on the rows that compile
+    unbacked: bool = False  # torch._dynamo.mark_unbacked on dim 0 of every batched tensor input before each call
+    applies: Applies = _everywhere
+    device: str | None = None  # a device the row always runs on ("cpu"), else the run's
+    outputs: tuple[str, ...] = ()  # names of what the row's program returns, where it is not the case's outputs
+    replays: int = 0  # after the first call, calls on new values written into the same input buffers, each checked
+    needs_cuda: str | None = None  # why the row means nothing without a CUDA device (it is skipped there), else None
+
+    def __post_init__(self) -> None:
+        """A row must hold every fact its kind needs: a mistake here is caught when the table is read."""
+        problems = [what for what, missing in (
+            ("a lower_snake_case name", not self.name.replace("_", "").isalnum() or self.name != self.name.lower()),
+            ("a title", not self.title),
+            ("a kind", not isinstance(self.kind, Kind)),
+            ("how its examples vary", not isinstance(self.examples, Examples)),
+            ("a timeout above 0", not self.timeout_s > 0),
+            ("a cost above 0", not self.cost > 0),
+            ("torch.compile options", self.kind in (Kind.COMPILE, Kind.WARM_CACHE) and self.compile_options is None),
+            ("export strictness (strict=True or False)",
+             self.kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH) and self.strict is None),
+            ("where it applies", not callable(self.applies)),
+        ) if missing]
+        if problems:
+            raise TypeError(f"row {self.name!r} lacks {', '.join(problems)}")
+
+
+def _options(**options: Any) -> Mapping[str, Any]:
+    return MappingProxyType(options)
+
+
+# Defaults by kind: AOTInductor builds C++, so it gets the most time; a C++ runtime cell usually runs the
+# package its Python twin built, so it costs a load and comes right after them.
+_EAGER = dict(timeout_s=300.0, cost=1.0)
+_COMPILE = dict(timeout_s=600.0, cost=2.5)
+_EXPORT = dict(timeout_s=600.0, cost=0.7)
+_AOTI = dict(timeout_s=900.0, cost=50.0)
+_AOTI_CPP = dict(timeout_s=900.0, cost=10.0)
+_AOTI_FRESH = dict(timeout_s=900.0, cost=8.0)  # a Python process started and the package loaded in it
+_TRAIN = dict(timeout_s=600.0, cost=3.0)
+_SUBSYSTEM = dict(timeout_s=300.0, cost=0.5)
+
+
+class Path(str, enum.Enum):
+    """The rows, in chart order. Each member's value is its name; `spec` holds its facts."""
+
+    spec: Row
+
+    def __new__(cls, spec: Row) -> Path:
+        member = str.__new__(cls, spec.name)
+        member._value_ = spec.name
+        member.spec = spec
+        return member
+
+    EAGER = Row("eager", Kind.EAGER, "eager", **_EAGER, timed=True, examples=Examples.DRAWN)
+    COMPILE_FULLGRAPH = Row("compile_fullgraph", Kind.COMPILE, "torch.compile(fullgraph=True)", **_COMPILE, timed=True,
+                            examples=Examples.DRAWN, compile_options=_options(fullgraph=True))
+    COMPILE_DEFAULT = Row("compile_default", Kind.COMPILE, "torch.compile (graph breaks allowed)", **_COMPILE, timed=True,
+                          examples=Examples.DRAWN, compile_options=_options())
+    COMPILE_DYNAMIC = Row("compile_dynamic", Kind.COMPILE, "torch.compile(dynamic=True)", **_COMPILE, timed=True,
+                          examples=Examples.DRAWN, compile_options=_options(dynamic=True))
+    COMPILE_UNBACKED = Row("compile_unbacked", Kind.COMPILE, "torch.compile(fullgraph=True), batch unbacked (mark_unbacked)",
+                           **_COMPILE, timed=True, examples=Examples.DRAWN, compile_options=_options(fullgraph=True), unbacked=True)
+    EXPORT_STRICT = Row("export_strict", Kind.EXPORT, "torch.export(strict=True)", **_EXPORT, timed=True,
+                        examples=Examples.BATCH, strict=True)
+    EXPORT_NONSTRICT = Row("export_nonstrict", Kind.EXPORT, "torch.export(strict=False)", **_EXPORT, timed=True,
+                           examples=Examples.BATCH, strict=False)
+    AOTI_STRICT = Row("aoti_strict", Kind.AOTI, "AOTInductor (from strict export)", **_AOTI, timed=True,
+                      examples=Examples.BATCH, strict=True)
+    AOTI_NONSTRICT = Row("aoti_nonstrict", Kind.AOTI, "AOTInductor (from non-strict export)", **_AOTI, timed=True,
+                         examples=Examples.BATCH, strict=False)
+    AOTI_CPP_STRICT = Row("aoti_cpp_strict", Kind.AOTI_CPP, "AOTInductor run from C++, no Python (strict export)", **_AOTI_CPP,
+                          timed=False, examples=Examples.BATCH, strict=True)
+    AOTI_CPP_NONSTRICT = Row("aoti_cpp_nonstrict", Kind.AOTI_CPP, "AOTInductor run from C++, no Python (non-strict export)",
+                             **_AOTI_CPP, timed=False, examples=Examples.BATCH, strict=False)
+    AOTI_FRESH_NONSTRICT = Row("aoti_fresh_nonstrict", Kind.AOTI_FRESH,
+                               "AOTInductor run in a fresh Python process that never imported the case (non-strict export)",
+                               **_AOTI_FRESH, timed=False, examples=Examples.BATCH, strict=False)
+    # The paths production uses beyond the tutorial's.
+    COMPILE_CUDAGRAPHS = Row("compile_cudagraphs", Kind.COMPILE, 'torch.compile(mode="reduce-overhead"), CUDA graphs', **_COMPILE,
+                             timed=True, examples=Examples.DRAWN, compile_options=_options(mode="reduce-overhead"), replays=3,
+                             needs_cuda="CUDA graphs need a CUDA device")
+    COMPILE_MAX_AUTOTUNE = Row("compile_max_autotune", Kind.COMPILE, 'torch.compile(mode="max-autotune", fullgraph=True)',
+                               timeout_s=900.0, cost=4.0, timed=True, examples=Examples.DRAWN,
+                               compile_options=_options(mode="max-autotune", fullgraph=True))
+    COMPILE_CPP_WRAPPER = Row("compile_cpp_wrapper", Kind.COMPILE, "torch.compile(fullgraph=True), C++ wrapper (cpp_wrapper=True)",
+                              timeout_s=900.0, cost=6.0, timed=True, examples=Examples.DRAWN,
+                              compile_options=_options(fullgraph=True, options={"cpp_wrapper": True}))
+    WARM_CACHE_EDIT = Row("warm_cache_edit", Kind.WARM_CACHE,
+                          "torch.compile(fullgraph=True) in a new process on warm caches, after the kernel was edited",
+                          timeout_s=900.0, cost=6.0, timed=False, examples=Examples.ONCE, compile_options=_options(fullgraph=True))
+    # Training without a compiler costs as eager.
+    TRAIN_EAGER = Row("train_eager", Kind.TRAIN, "training, eager", timeout_s=600.0, cost=1.0, timed=True,
+                      examples=Examples.DRAWN, applies=_has_gradient)
+    TRAIN_COMPILE_FULLGRAPH = Row("train_compile_fullgraph", Kind.TRAIN, "training, torch.compile(fullgraph=True)", **_TRAIN,
+                                  timed=True, examples=Examples.DRAWN, compile_options=_options(fullgraph=True), applies=_has_gradient)
+    TRAIN_COMPILE_DEFAULT = Row("train_compile_default", Kind.TRAIN, "training, torch.compile", **_TRAIN, timed=True,
+                                examples=Examples.DRAWN, compile_options=_options(), applies=_has_gradient)
+    OPCHECK = Row("opcheck", Kind.SUBSYSTEM, "torch.library.opcheck", **_SUBSYSTEM, timed=False, examples=Examples.ONCE,
+                  applies=_is_operator)
+    FLOP_COUNTER = Row("flop_counter", Kind.SUBSYSTEM, "FlopCounterMode", **_SUBSYSTEM, timed=False, examples=Examples.DRAWN,
+                       applies=_counts_flops, outputs=("the flop count",))
+    CPU_FALLBACK = Row("cpu_fallback", Kind.SUBSYSTEM, "CPU fallback (CPU tensors)", **_SUBSYSTEM, timed=False,
+                       examples=Examples.DRAWN, device="cpu")
+    TENSOR_SUBCLASS = Row("tensor_subclass", Kind.SUBSYSTEM, "tensor subclass (TwoTensor)", **_SUBSYSTEM, timed=False,
+                          examples=Examples.DRAWN, outputs=("the result's .a", "the result's .b"))
+
+
+def parse_timeouts(values: list[str]) -> dict[str, float]:
+    """`--cell-timeout` values: "S" for every cell, or "ROW=S" with ROW a path (aoti_strict) or a kind
+    (aoti: both AOTInductor rows). Raises UsageError naming what to fix."""
+    names = {p.value for p in Path} | {k.value for k in Kind}
+    chosen: dict[str, float] = {}
+    for value in values:
+        row, _, seconds = value.rpartition("=")
+        if row and row not in names:
+            raise UsageError(f"--cell-timeout {value!r}: unknown row {row!r}; give a path ({', '.join(p.value for p in Path)}) "
+                             f"or a kind ({', '.join(k.value for k in Kind)})")
+        try:
+            chosen[row or "*"] = float(seconds)
+        except ValueError:
+            raise UsageError(f"--cell-timeout {value!r}: {seconds!r} is not a number of seconds") from None
+    return chosen
+
+
+def timeout_for(path: Path, chosen: dict[str, float]) -> float:
+    """A cell's limit: its path's, else its kind's, else every cell's, else the row's default."""
+    for name in (path.value, path.spec.kind.value, "*"):
+        if name in chosen:
+            return chosen[name]
+    return path.spec.timeout_s

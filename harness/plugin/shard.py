@@ -1,0 +1,91 @@
+"""One run's cells split into N balanced parts, so that N runners (a CI job matrix) each run one:
+`--shard=K/N`, then `python -m harness report` merges the parts' results into one chart.
+
+The cells of one case and wrapping style stay in one part: its AOTInductor rows (Python, C++ and fresh-process
+runtimes, strict and non-strict export) share the packages they build within a run, and split across runners
+each part would build them again. The groups are dealt longest first to the part with the least expected work
+so far (the LPT rule: within 4/3 of the best split), by what each cell is expected to cost: its own work in an
+earlier results file (`--shard-timings`), else its row's mean there, else the measured row means the run's
+estimate uses (harness.plugin.estimate). Every runner computes the same split from the same cells and costs, so the
+parts never overlap and together hold every cell; only the order of the command line's options may differ.
+
+This module imports no torch.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from harness.model.cell import Cell
+from harness.model.errors import UsageError
+
+_SHARD = re.compile(r"^(?P<index>\d+)/(?P<count>\d+)$")
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # 1-based, as a CI job matrix counts
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @property
+    def name(self) -> str:
+        """As a folder's name: shard-2-of-4."""
+        return f"shard-{self.index}-of-{self.count}"
+
+
+def parse(text: str) -> Shard:
+    """`K/N` with 1 <= K <= N. Raises UsageError naming what to fix."""
+    match = _SHARD.match(text.strip())
+    if match is None:
+        raise UsageError(f"--shard={text!r}: give K/N, this runner's part K of N parts (--shard=1/4 ... --shard=4/4)")
+    shard = Shard(int(match["index"]), int(match["count"]))
+    if not 1 <= shard.index <= shard.count:
+        raise UsageError(f"--shard={text}: K must be between 1 and N ({shard.count})")
+    return shard
+
+
+def group(cell: Cell) -> tuple[str, str]:
+    """What stays in one part: a case's cells of one wrapping style."""
+    return cell.case, cell.wrapping.value
+
+
+def partition(cells: Iterable[Cell], cost: Callable[[Cell], float], count: int) -> list[list[Cell]]:
+    """`count` parts of the cells, each a list in the cells' given order, balanced by expected cost."""
+    cells = list(cells)
+    groups: dict[tuple[str, str], list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(group(cell), []).append(cell)
+    weight = {key: sum(max(cost(c), 0.0) for c in members) for key, members in groups.items()}
+    # Longest first; equal weights by name, so every runner deals them alike.
+    order = sorted(groups, key=lambda key: (-weight[key], key))
+    loads = [(0.0, part) for part in range(count)]  # (expected seconds so far, part): the least loaded on top
+    heapq.heapify(loads)
+    part_of: dict[tuple[str, str], int] = {}
+    for key in order:
+        load, part = heapq.heappop(loads)
+        part_of[key] = part
+        heapq.heappush(loads, (load + weight[key], part))
+    parts: list[list[Cell]] = [[] for _ in range(count)]
+    for cell in cells:
+        parts[part_of[group(cell)]].append(cell)
+    return parts
+
+
+def costs_from(results: object) -> Callable[[Cell], float | None]:
+    """A cost function from an earlier run's results: a cell's own work where it ran there, else the mean
+    work of its row there, else None (the caller falls back to the estimate's row means)."""
+    from harness.plugin.estimate import row_seconds
+
+    work = {c.cell: c.timings.work for c in results.cells if c.timings.work > 0}  # type: ignore[attr-defined]
+    rows = row_seconds(results)
+
+    def cost(cell: Cell) -> float | None:
+        return work.get(cell) or rows.get(cell.path.value) or None
+
+    return cost

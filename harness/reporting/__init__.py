@@ -1,0 +1,1 @@
+"""The reports: SUPPORT.md, MATRIX.md, the picture, diffs, history and speed figures; imports no torch."""

@@ -1,0 +1,121 @@
+"""Comparing two results files: what regressed, what got fixed, what changed, what is new or missing.
+
+Modelled on PyTorch's benchmark accuracy check: a run is judged against another, cell by cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tabulate import tabulate
+
+from harness.model.outcome import CellResult, Outcome
+from harness.model.results import Results
+from harness.reporting.report import cell_text, judged, label
+
+# Fingerprint fields shown side by side in the header.
+COMPARED = (
+    ("mode", lambda fp: fp.get("mode")),
+    ("torch", lambda fp: fp.get("torch")),
+    ("triton", lambda fp: fp.get("triton")),
+    ("CUDA", lambda fp: fp.get("cuda")),
+    ("GPU", lambda fp: (fp.get("gpu") or {}).get("name") or "none"),
+    ("driver", lambda fp: (fp.get("gpu") or {}).get("driver")),
+    ("C++ compiler", lambda fp: (fp.get("compiler") or {}).get("version") or (fp.get("compiler") or {}).get("resolved")),
+    ("Python", lambda fp: fp.get("python")),
+    ("hypothesis profile", lambda fp: (fp.get("hypothesis") or {}).get("profile")),
+    ("commit", lambda fp: str((fp.get("git") or {}).get("commit"))[:12]),
+)
+
+
+@dataclass
+class Diff:
+    regressed: list[tuple[CellResult, CellResult]] = field(default_factory=list)  # passed, now does not
+    fixed: list[tuple[CellResult, CellResult]] = field(default_factory=list)  # did not pass, now passes
+    changed: list[tuple[CellResult, CellResult]] = field(default_factory=list)  # fails either way, differently
+    new: list[CellResult] = field(default_factory=list)
+    missing: list[CellResult] = field(default_factory=list)
+    unchanged: int = 0
+
+
+def signature(cell: CellResult) -> tuple[object, ...]:
+    """What must stay the same for a cell to count as unchanged: the outcome, and for a failure its stage
+    and exception type (messages carry paths and addresses that change from run to run)."""
+    if cell.outcome is Outcome.PASS:
+        return (Outcome.PASS,)
+    return (cell.outcome, cell.stage, cell.error_type)
+
+
+def against_baseline(base: CellResult | None, now: CellResult, baseline_path: str) -> str | None:
+    """Why a cell fails the baseline check, or None. Improvements fail too, so the baseline stays true."""
+    if base is None or base.flaky or signature(base) == signature(now):
+        return None
+    accept = f"if this is expected, accept it: pytest --baseline={baseline_path} --accept"
+    if base.outcome is Outcome.PASS:
+        return f"REGRESSED: {now.cell.id} passed in the baseline, now {describe(now)}"
+    if now.outcome is Outcome.PASS:
+        return f"IMPROVED: {now.cell.id} was {describe(base)} in the baseline and now passes; {accept}"
+    return f"FAILURE CHANGED: {now.cell.id} was {describe(base)}, now {describe(now)}; {accept}"
+
+
+def compare(old: Results, new: Results) -> Diff:
+    """Cell by cell, each run judged as its reports judge it (environment blamed); neither run is changed."""
+    before, after = judged(old).by_cell(), judged(new).by_cell()
+    diff = Diff()
+    for cell in sorted(set(before) | set(after), key=lambda c: c.id):
+        was, now = before.get(cell), after.get(cell)
+        if was is None:
+            diff.new.append(now)  # type: ignore[arg-type]
+        elif now is None:
+            diff.missing.append(was)
+        elif signature(was) == signature(now):
+            diff.unchanged += 1
+        elif was.outcome is Outcome.PASS:
+            diff.regressed.append((was, now))
+        elif now.outcome is Outcome.PASS:
+            diff.fixed.append((was, now))
+        else:
+            diff.changed.append((was, now))
+    return diff
+
+
+def describe(cell: CellResult) -> str:
+    """A cell's outcome and, for a failure, the first line of its error."""
+    text = label(cell)
+    if cell.outcome is not Outcome.PASS and cell.message:
+        text += f": {cell.message}"
+    return text[:200]
+
+
+def pairs_table(pairs: list[tuple[CellResult, CellResult]], old: str, new: str) -> str:
+    """A cell a line, with its outcome in each run (and, where it fails, the first line of its error)."""
+    return tabulate([[f"`{a.cell.id}`", cell_text(describe(a)), cell_text(describe(b))] for a, b in pairs],
+                    headers=["cell", old, new], tablefmt="github")
+
+
+def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff) -> str:
+    out = [f"# Matrix diff: `{old_path}` -> `{new_path}`", ""]
+    if old.fingerprint.get("mode") != new.fingerprint.get("mode"):
+        out += [
+            f"> **WARNING: these runs measured different devices ({old.fingerprint.get('mode')} vs "
+            f"{new.fingerprint.get('mode')}).** Differences below mix the device with the versions; compare runs "
+            "of the same kind of machine.",
+            "",
+        ]
+    rows = [[name, get(old.fingerprint), get(new.fingerprint), "" if get(old.fingerprint) == get(new.fingerprint) else "changed"]
+            for name, get in COMPARED]
+    out += [tabulate(rows, headers=["", "old", "new", ""], tablefmt="github"), ""]
+    out.append(
+        f"**{len(diff.regressed)} regressed, {len(diff.fixed)} fixed, {len(diff.changed)} failing differently, "
+        f"{len(diff.new)} new, {len(diff.missing)} missing**, {diff.unchanged} unchanged."
+    )
+    for title, pairs in (("Regressed (passed before, not now)", diff.regressed), ("Fixed", diff.fixed),
+                         ("Failing differently", diff.changed)):
+        if pairs:
+            out += ["", f"## {title}", "", pairs_table(pairs, "old", "new")]
+    for title, cells in (("New cells", diff.new), ("Missing cells (in the old run only)", diff.missing)):
+        if cells:
+            out += ["", f"## {title}", "", tabulate([[f"`{c.cell.id}`", cell_text(describe(c))] for c in cells],
+                                                    headers=["cell", "outcome"], tablefmt="github")]
+    out.append("")
+    return "\n".join(out)

@@ -1,0 +1,179 @@
+"""The speed figures of a run, read off its results file: the cells' work, the lower bound on wall time it
+sets, efficiency, the harness's overhead per cell, where the work went, each worker's memory."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.model.outcome import WAITED_FOR_PACKAGE, Memory, Outcome, Stage
+from harness.model.results import Results
+
+
+@dataclass
+class WorkerFigures:
+    worker: str
+    cells: int
+    host_peak_mb: float | None
+    gpu_peak_mb: float | None
+    gpu_allocated_first_mb: float | None  # after its first cell, its artifacts freed
+    gpu_allocated_last_mb: float | None
+    gpu_growth_max_step_mb: float | None  # the largest rise of allocated memory from one cell to the next
+
+
+@dataclass
+class Figures:
+    cells: int
+    workers: int
+    wall_s: float
+    work_s: float
+    longest_cell: str
+    longest_cell_s: float
+    bound_s: float
+    efficiency: float
+    overhead_median_s: float
+    overhead_worst_s: float
+    overhead_worst_cell: str
+    process_starts: int
+    process_start_median_s: float | None
+    per_worker: list[WorkerFigures] = field(default_factory=list)
+    cpu_s: float = 0.0  # the cells' CPU seconds (Timings.cpu)
+    machine_busy: float | None = None  # the share of all cores' time the machine was busy during the run (Linux)
+    cores: int | None = None
+    by_row: list[RowFigures] = field(default_factory=list)
+
+
+@dataclass
+class RowFigures:
+    """Where one row's work went: its cells' work and CPU seconds, and the seconds in each stage."""
+
+    row: str
+    cells: int
+    work_s: float
+    cpu_s: float
+    stages: dict[str, float]
+
+
+def _mb(memory: Memory, key: str) -> float | None:
+    return getattr(memory, key)
+
+
+def figures(results: Results, wall_s: float) -> Figures:
+    """The benchmark's figures from a run's results and the wall time of the whole run."""
+    cells = [c for c in results.cells if c.timings.wall > 0]
+    if not cells:
+        raise ValueError("the results hold no timed cells: nothing ran")
+    workers = int(results.fingerprint.get("workers") or 1)
+    work = {c.cell.id: c.timings.work for c in cells}
+    longest = max(work, key=work.__getitem__)
+    bound = max(work[longest], sum(work.values()) / workers)
+    # A crashed or hung cell reports no work of its own, so it says nothing about the overhead.
+    overheads = {c.cell.id: c.timings.overhead for c in cells if c.outcome not in (Outcome.CRASH, Outcome.TIMEOUT)} or {"-": 0.0}
+    worst = max(overheads, key=overheads.__getitem__)
+    starts = [c.timings.process_start for c in cells if c.timings.process_start > 0]
+
+    per_worker = []
+    by_worker: dict[str, list[Any]] = {}
+    for c in sorted(cells, key=lambda c: c.timings.finished):
+        by_worker.setdefault(c.worker or "?", []).append(c)
+    for name, mine in sorted(by_worker.items()):
+        allocated = [_mb(c.memory, "gpu_allocated_after_mb") for c in mine]
+        allocated = [a for a in allocated if a is not None]
+        steps = [b - a for a, b in zip(allocated, allocated[1:])]
+        host = [h for c in mine if (h := _mb(c.memory, "host_peak_mb")) is not None]
+        gpu = [g for c in mine if (g := _mb(c.memory, "gpu_peak_mb")) is not None]
+        per_worker.append(WorkerFigures(
+            worker=name,
+            cells=len(mine),
+            host_peak_mb=max(host) if host else None,
+            gpu_peak_mb=max(gpu) if gpu else None,
+            gpu_allocated_first_mb=allocated[0] if allocated else None,
+            gpu_allocated_last_mb=allocated[-1] if allocated else None,
+            gpu_growth_max_step_mb=max(steps) if steps else (0.0 if allocated else None),
+        ))
+    rows: dict[str, RowFigures] = {}
+    for c in cells:
+        row = rows.setdefault(c.cell.path.value, RowFigures(c.cell.path.value, 0, 0.0, 0.0, {}))
+        row.cells, row.work_s, row.cpu_s = row.cells + 1, row.work_s + c.timings.work, row.cpu_s + c.timings.cpu
+        for stage, seconds in c.timings.stages.items():
+            row.stages[stage] = row.stages.get(stage, 0.0) + seconds
+    return Figures(
+        cells=len(cells),
+        workers=workers,
+        wall_s=wall_s,
+        work_s=sum(work.values()),
+        longest_cell=longest,
+        longest_cell_s=work[longest],
+        bound_s=bound,
+        efficiency=bound / wall_s if wall_s > 0 else 0.0,
+        overhead_median_s=statistics.median(overheads.values()),
+        overhead_worst_s=overheads[worst],
+        overhead_worst_cell=worst,
+        process_starts=len(starts),
+        process_start_median_s=statistics.median(starts) if starts else None,
+        per_worker=per_worker,
+        cpu_s=sum(c.timings.cpu for c in cells),
+        by_row=sorted(rows.values(), key=lambda r: -r.work_s),
+    )
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
+    gpu = fingerprint.get("gpu") or {}
+    device = gpu.get("name") if gpu.get("available") else "CPU (Triton interpreter)"
+    lines = [
+        f"command: {command}",
+        f"device: {device}; torch {fingerprint.get('torch')}, triton {fingerprint.get('triton')}; "
+        f"{fingerprint.get('cpus')} CPUs; caches: {fingerprint.get('caches', 'fresh')}; git {(fingerprint.get('git') or {}).get('commit')}",
+        "",
+        f"cells                        {f.cells}",
+        f"workers                      {f.workers}",
+        f"wall time                    {f.wall_s:.1f} s",
+        f"sum of the cells' work       {f.work_s:.1f} s",
+        f"longest cell                 {f.longest_cell_s:.1f} s ({f.longest_cell})",
+        f"lower bound                  {f.bound_s:.1f} s = max(longest cell, work / workers)",
+        f"efficiency                   {f.efficiency:.3f} = lower bound / wall time",
+        f"overhead per cell, median    {f.overhead_median_s:.3f} s",
+        f"overhead per cell, worst     {f.overhead_worst_s:.2f} s ({f.overhead_worst_cell})",
+        f"runner processes started     {f.process_starts}, median {_fmt(f.process_start_median_s, 1)} s each",
+        f"the cells' CPU time          {f.cpu_s:.1f} s (their runner processes and the processes those waited for)",
+    ]
+    if f.cores:
+        # Not a bound on the wall time: CUDA waits for the GPU busily by default, so a cell waiting for a GPU that
+        # other cells keep busy (autotuners timing configs) counts that wait as CPU time too.
+        lines.append(f"CPU time per core            {f.cpu_s / f.cores:.1f} s = the cells' CPU time / {f.cores} cores "
+                     "(with CUDA's busy waits for the GPU)")
+    if f.machine_busy is not None:
+        lines.append(f"machine busy                 {f.machine_busy:.2f} of {f.cores} cores' time during the run (/proc/stat)")
+    lines += [
+        "",
+        "Where the work went, by row (seconds summed over the row's cells; stages as the cells entered them, every dtype's):",
+        "",
+    ]
+    stages = [stage for stage in _STAGE_COLUMNS if any(r.stages.get(stage) for r in f.by_row)]
+    lines += [
+        "| row | cells | work | CPU | " + " | ".join(stages) + " |",
+        "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in stages) + " |",
+    ]
+    for r in f.by_row:
+        lines.append(f"| {r.row} | {r.cells} | {r.work_s:.0f} | {r.cpu_s:.0f} | "
+                     + " | ".join(f"{r.stages.get(stage, 0.0):.0f}" for stage in stages) + " |")
+    lines += [
+        "",
+        "| worker | cells | peak host MB | peak GPU MB | GPU allocated after first cell MB | after last cell MB | largest rise between cells MB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for w in f.per_worker:
+        lines.append(
+            f"| {w.worker} | {w.cells} | {_fmt(w.host_peak_mb)} | {_fmt(w.gpu_peak_mb)} | {_fmt(w.gpu_allocated_first_mb, 1)} "
+            f"| {_fmt(w.gpu_allocated_last_mb, 1)} | {_fmt(w.gpu_growth_max_step_mb, 1)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# The stages in the table of where the work went, in the order a cell meets them.
+_STAGE_COLUMNS = [*(stage.value for stage in Stage), WAITED_FOR_PACKAGE]

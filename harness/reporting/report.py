@@ -1,0 +1,522 @@
+"""SUPPORT.md (the tutorial-style chart), MATRIX.md (every cell) and results.json, from cell results."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import enum
+import math
+import os
+from collections import defaultdict
+
+from tabulate import tabulate
+
+from harness.model import results as results_file
+from harness.model.cell import Cell
+from harness.model.columns import STYLES, Wrapping
+from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.results import Results
+from harness.model.rows import Path
+from harness.reporting import picture as matrix_picture
+from harness.reporting import tutorial
+from harness.reporting.figures import figures
+
+FAILED = (Outcome.WRONG, Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
+
+
+STAGE_ORDER = list(Stage)
+
+
+def blame_environment(cells: list[CellResult]) -> list[CellResult]:
+    """The cells with `blamed_on` set anew (the given ones are not changed). A cell that fails where its
+    case's plain PyTorch control also fails, at the same stage or a later one, is the environment's fault.
+    A cell that fails earlier than the control did (at export, say, when the control got as far as
+    loading the package) is still the wrapping's own failure."""
+    by_cell = {c.cell: c for c in cells}
+
+    def blamed_on(cell: CellResult) -> str | None:
+        if cell.wrapping is Wrapping.CONTROL or cell.outcome not in FAILED:
+            return None
+        control = by_cell.get(cell.cell.control())
+        if control is None or control.outcome not in FAILED:
+            return None
+        if STAGE_ORDER.index(cell.stage or Stage.RUN) >= STAGE_ORDER.index(control.stage or Stage.SETUP):
+            return control.cell.id
+        return None
+
+    return [c if c.blamed_on == (blame := blamed_on(c)) else dataclasses.replace(c, blamed_on=blame) for c in cells]
+
+
+def judged(results: Results) -> Results:
+    """A copy of the results with the environment's failures blamed on it: what the reports show."""
+    return dataclasses.replace(results, cells=blame_environment(results.cells))
+
+
+def label(cell: CellResult) -> str:
+    """A short outcome for a table cell; a cell whose outcome varies between runs says so."""
+    return _outcome_label(cell) + (" (flaky)" if cell.flaky else "")
+
+
+def _outcome_label(cell: CellResult) -> str:
+    if cell.blamed_on:
+        return f"env ({cell.outcome.value})"
+    if cell.outcome is Outcome.PASS:
+        text = "pass"
+        if cell.graph_breaks:
+            text += f", {cell.graph_breaks} graph breaks"
+        if any("mutated" in w for w in cell.warnings):
+            text += ", assumes every input mutated"
+        if cell.degradations:
+            text += ", degraded"
+        return text
+    if cell.outcome is Outcome.WRONG:
+        if cell.mismatched and "missing (None)" in cell.mismatched:
+            return "WRONG (gradient lost)"
+        return f"WRONG (max err {cell.max_error:.2g})" if cell.max_error is not None else "WRONG"
+    if cell.outcome is Outcome.CRASH:
+        return f"CRASH {cell.signal or ''} @{cell.stage.value if cell.stage else '?'}".replace("  ", " ")
+    if cell.outcome is Outcome.ERROR:
+        return f"{cell.fault or 'harness'} error @{cell.stage.value if cell.stage else '?'}"
+    if cell.outcome in (Outcome.FAIL, Outcome.TIMEOUT):
+        return f"{cell.outcome.value} @{cell.stage.value if cell.stage else '?'}"
+    return cell.outcome.value
+
+
+def _environment_lines(results: Results) -> list[str]:
+    fp = results.fingerprint
+    gpu = fp.get("gpu", {})
+    cxx = fp.get("compiler", {})
+    lines = []
+    if fp.get("mode") == "cpu-interpreter":
+        lines.append(
+            "> **No GPU: kernels ran in Triton's CPU interpreter (`TRITON_INTERPRET=1`).** PyTorch does not trace "
+            "interpreted kernels, and Inductor/AOTInductor built CPU code, so this chart says how the harness "
+            "behaves on CPU, not what a GPU user will see."
+        )
+        lines.append("")
+    device = f"{gpu.get('name')} (driver {gpu.get('driver')}, CUDA {fp.get('cuda')})" if gpu.get("available") else "CPU only"
+    lines += [
+        f"- device: {device}",
+        f"- torch {fp.get('torch')}, triton {fp.get('triton')}, Python {fp.get('python')}",
+        f"- C++ compiler: CXX={cxx.get('CXX')!s}, resolved `{cxx.get('path') or cxx.get('resolved')}` ({cxx.get('version')}); "
+        f"{fp.get('cmake') or 'no CMake'} for the C++ runtime's runner",
+        f"- hypothesis profile `{fp.get('hypothesis', {}).get('profile')}`: "
+        f"{fp.get('hypothesis', {}).get('max_examples')} examples a cell, derandomize={fp.get('hypothesis', {}).get('derandomize')}",
+        f"- commit {str((fp.get('git') or {}).get('commit'))[:12]}{' (dirty)' if (fp.get('git') or {}).get('dirty') else ''}, "
+        f"{fp.get('time')}, {fp.get('workers')} workers"
+        f"{f' (CPU threads per runner: {t})' if (t := fp.get('runner_threads')) else ''}, wall time {results.wall_time_s or 0:.0f} s",
+        f"- command: `{_shortened(str(fp.get('command')))}`; compile caches: {fp.get('caches', 'fresh')}",
+    ]
+    for rerun in fp.get("reruns", []):
+        lines.append(f"- {len(rerun['cells'])} cells re-run on commit {str(rerun.get('commit'))[:12]}, {rerun.get('time')} "
+                     f"(`{_shortened(str(rerun.get('command')))}`), their results replacing the earlier run's: "
+                     "results.json's fingerprint lists them under \"reruns\"")
+    skipped: dict[str, set[str]] = defaultdict(set)
+    for cell in results.cells:
+        for dtype, why in cell.dtypes_skipped.items():
+            skipped[f"{dtype}: {why}"].add(cell.case)
+    for why, cases in sorted(skipped.items()):
+        lines.append(f"- not tested here, {why} (cases: {', '.join(sorted(cases))})")
+    for problem in results.problems:
+        case = f" case `{problem['case']}`:" if problem.get("case") else ""
+        lines.append(f"- **left out**, `{problem['module']}`:{case} {problem['message']}")
+    if not results.complete:
+        why = f", {results.interrupted}" if results.interrupted else ""
+        lines.append(f"- **incomplete run{why}**: these reports hold the {len(results.cells)} cells that ran; "
+                     f"{len(results.missing)} collected cells never reported: {', '.join(results.missing[:20])}")
+    return lines
+
+
+COMMAND_SHOWN = 400  # characters; a run given a long --deselect list would bury the report under it
+
+
+def _shortened(command: str) -> str:
+    if len(command) <= COMMAND_SHOWN:
+        return command
+    return f"{command[:COMMAND_SHOWN]} ... ({len(command)} characters in all, in results.json)"
+
+
+class Verdict(str, enum.Enum):
+    """How a style fares on a row, in the charts' words."""
+
+    YES = "Yes"  # every case counted passed
+    PARTIAL = "Partial"  # some did
+    NO = "No"  # none did
+    NONE = "n/a"  # no case counted
+
+
+def verdict(passed: int, total: int) -> Verdict:
+    if total == 0:
+        return Verdict.NONE
+    if passed == total:
+        return Verdict.YES
+    return Verdict.NO if passed == 0 else Verdict.PARTIAL
+
+
+def _verdict_text(passed: int, total: int) -> str:
+    found = verdict(passed, total)
+    return found.value if found is Verdict.NONE else f"{found.value} ({passed}/{total})"
+
+
+def counted_cells(cells: list[CellResult]) -> list[CellResult]:
+    """The cells a verdict counts: not skipped, not an error of the case or the harness (no finding about the
+    path), not a failure the environment is blamed for (the control fails there too)."""
+    return [c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)]
+
+
+def pass_counts(cells: list[CellResult], traces_into: bool = False) -> tuple[int, int]:
+    """(passed, counted) of a verdict: the cases that passed of those counted, or with `traces_into` the
+    compiled graphs that traced into the kernel of those read."""
+    if traces_into:
+        judged = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")]
+        return sum(c.kernel_in_graph == "traced" for c in judged), len(judged)
+    kept = counted_cells(cells)
+    return sum(c.outcome is Outcome.PASS for c in kept), len(kept)
+
+
+def tutorial_chart(results: Results) -> tuple[str, list[str]]:
+    """The tutorial's chart with every entry measured; returns the table and the disagreements."""
+    results = judged(results)
+    index: dict[tuple[Path, Wrapping], list[CellResult]] = defaultdict(list)
+    for cell in results.cells:
+        index[(cell.path, cell.wrapping)].append(cell)
+    rows, disagreements = [], []
+    for row in tutorial.ROWS:
+        links = ", ".join(f"[{p.value}](MATRIX.md#{p.value})" for p in row.paths)
+        line = [f"{row.title} ({links})"]
+        for style in STYLES:
+            cells = [c for p in row.paths for c in index.get((p, style), [])]
+            passed, counted = pass_counts(cells, row.traces_into)
+            entry = _verdict_text(passed, counted)
+            if row.in_process:
+                only_there = _in_process_only(cells, [c for p in row.in_process for c in index.get((p, style), [])])
+                if only_there:
+                    entry += f"; {len(only_there)} more run only in the process that built them"
+            claim = row.claims.get(tutorial.COLUMN_OF[style])
+            if claim is not None and counted:
+                if tutorial.agrees(claim, passed, counted):
+                    entry += f"; tutorial: {claim}"
+                else:
+                    entry = f"**{entry}; tutorial says {claim}** ⚠"
+                    # the cells that contradict the claim
+                    if row.traces_into:
+                        read = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")]
+                        shown = [c.cell.id for c in read if (c.kernel_in_graph == "traced") == (claim.lower() == "no")]
+                    else:
+                        shown = [c.cell.id for c in counted_cells(cells) if (c.outcome is Outcome.PASS) == (claim.lower() == "no")]
+                    disagreements.append(
+                        f"- **{row.title}**, {style.title}: tutorial says *{claim}*, measured {_verdict_text(passed, counted)} "
+                        f"({links}): {', '.join(f'`{c}`' for c in sorted(shown)[:8])}"
+                    )
+            line.append(entry)
+        rows.append(line)
+    table = tabulate(rows, headers=["", *[s.title for s in STYLES]], tablefmt="github")
+    return table, disagreements
+
+
+def _in_process_only(cells: list[CellResult], in_process: list[CellResult]) -> list[str]:
+    """The cases whose cell fails here but passes in the process that built the artifact."""
+    passed_there = {c.case for c in in_process if c.outcome is Outcome.PASS}
+    return sorted(c.case for c in cells if c.outcome in FAILED and not c.blamed_on and c.case in passed_there)
+
+
+def picture_lines(drawn: bool) -> list[str]:
+    """SUPPORT.md's lines about the matrix's picture: the picture itself where it was drawn beside the chart,
+    else how to get one."""
+    if drawn:
+        return [f"![The whole matrix: one panel per wrapping style, its cases down and compile paths across, each square "
+                f"coloured by its cell's outcome (pass, WRONG, fail, crash, timeout, error, env, skipped)]({matrix_picture.FILENAME})"]
+    return [f"*A picture of the whole matrix ({matrix_picture.FILENAME}) is drawn beside this chart where matplotlib is "
+            f"installed: `{matrix_picture.INSTALL}`, then `python -m harness report results.json --out DIR`.*"]
+
+
+def by_path_and_style(cells: list[CellResult]) -> dict[Path, dict[Wrapping, list[CellResult]]]:
+    """The cells by row, then by wrapping style: a chart's entries."""
+    grouped: dict[Path, dict[Wrapping, list[CellResult]]] = {}
+    for cell in cells:
+        grouped.setdefault(cell.path, {}).setdefault(cell.wrapping, []).append(cell)
+    return grouped
+
+
+def support_chart(results: Results, picture_drawn: bool = False) -> str:
+    """The chart; `picture_drawn`: whether the matrix's picture lies beside it (see `write`)."""
+    results = judged(results)
+    by_path = by_path_and_style(results.cells)
+    rows = []
+    for path in Path:
+        if path not in by_path:
+            continue
+        control = by_path[path].get(Wrapping.CONTROL, [])
+        row = [f"[{path.spec.title}](MATRIX.md#{path.value})"]
+        for style in STYLES:
+            row.append(_support_entry(by_path[path].get(style, []), path))
+        row.append(_control_entry(control))
+        rows.append(row)
+    headers = ["row", *[s.title for s in STYLES], "control (PyTorch reference)"]
+    chart, disagreements = tutorial_chart(results)
+    text = [
+        "# Support chart: user-defined Triton kernels vs PyTorch compile paths",
+        "",
+        *_environment_lines(results),
+        "",
+        *picture_lines(picture_drawn),
+        "",
+        "## The tutorial's chart, measured",
+        "",
+        f"Every entry is measured here; beside it, the answer published in the {tutorial.SOURCE}. "
+        "Entries marked ⚠ disagree with it. *Traces into* is read off the graph Inductor compiled "
+        "(a `triton_kernel_wrapper` node: traced; a call of the opaque operator: not).",
+        "",
+        chart,
+        "",
+        "### Where the tutorial is wrong for these versions",
+        "",
+        *(disagreements or ["- nowhere: every measured entry agrees with the tutorial"]),
+        "",
+        "## Every row",
+        "",
+        tabulate(rows, headers=headers, tablefmt="github"),
+        "",
+        "Each entry counts the cases whose cell passed: **Yes** all, **No** none, **Partial** some. "
+        "Cells where the case's plain PyTorch control also fails on that path are the environment's fault "
+        "and are counted apart (`env`); `skipped` cells are left out. The control column says whether the "
+        "path itself works here. *passes, degraded*: cells that passed but lost something silently (a float scalar "
+        "compiled as fp64, a tensor the mutation analysis marks written that the kernel does not write or the reverse, "
+        "CUDA graphs skipped), said in MATRIX.md. Every entry links to its row of [MATRIX.md](MATRIX.md), which shows each "
+        "cell with its outcome and the first line of its error.",
+        "",
+        *_findings(results),
+        *_speed_section(results),
+    ]
+    return "\n".join(text)
+
+
+def _findings(results: Results) -> list[str]:
+    """Where the cases disagree: on each row and style where some cases pass and others do not, the cases on
+    the smaller side, gathered by case. A kernel that breaks where the others work (or works where they
+    break) is what a reader of the chart most needs to see; each entry links to its row in MATRIX.md."""
+    groups: dict[tuple[Path, Wrapping], list[CellResult]] = defaultdict(list)
+    for cell in results.cells:
+        groups[(cell.path, cell.wrapping)].append(cell)
+    odd: dict[tuple[str, str], dict[Path, list[str]]] = defaultdict(lambda: defaultdict(list))  # (case, how) -> row -> styles
+    for path in Path:
+        for style in Wrapping:
+            kept = counted_cells(groups.get((path, style), []))
+            passed = [c for c in kept if c.outcome is Outcome.PASS]
+            failed = [c for c in kept if c.outcome is not Outcome.PASS]
+            if not passed or not failed:
+                continue
+            if len(failed) <= len(passed):
+                for c in failed:
+                    odd[(c.case, "fails where most cases pass")][path].append(f"{style.title} ({label(c)})")
+            else:
+                for c in passed:
+                    odd[(c.case, "passes where most cases fail")][path].append(style.title)
+    if not odd:
+        return []
+    lines = ["## Findings: where the cases disagree", "",
+             "On each row and style where some cases pass and others do not, the cases on the smaller side, by case "
+             "(every cell and its error is in MATRIX.md):", ""]
+    for (case, how), rows in sorted(odd.items()):
+        cells = sum(len(styles) for styles in rows.values())
+        where = "; ".join(f"[{path.spec.title}](MATRIX.md#{path.value}): {', '.join(styles)}" for path, styles in rows.items())
+        lines.append(f"- `{case}` {how}, in {cells} cell{'s' if cells != 1 else ''}: {where}")
+    return [*lines, ""]
+
+
+def _speed_section(results: Results) -> list[str]:
+    rows = speed_table(results.cells)
+    if not rows:
+        return []
+    shapes = sorted({f"{c.case} {tuple(c.perf['shape'])} {c.perf['dtype']}" for c in results.cells if c.perf})
+    errors = [c for c in results.cells if c.perf and "error" in c.perf]
+    lines = [
+        "## Speed vs eager (`--perf`)",
+        "",
+        "Median latency of each passing cell's artifact (`triton.testing.do_bench`), as the raw kernel's eager "
+        "latency divided by it: above 1.00x is faster than calling the raw kernel. Training rows are compared "
+        "with the autograd.Function in eager mode. Each entry is the geometric mean over the cases timed "
+        "(how many in brackets); every cell's figure is in [MATRIX.md](MATRIX.md).",
+        "",
+        tabulate(rows, headers=["row", *[w.value for w in Wrapping]], tablefmt="github"),
+        "",
+        f"Benchmark inputs: {'; '.join(shapes)}.",
+        "",
+    ]
+    if errors:
+        lines += [f"- `{c.cell.id}` failed at the benchmark size: {cell_text(c.perf['error'])}" for c in errors] + [""]
+    return lines
+
+
+def speedup(cell: CellResult, by_cell: dict[Cell, CellResult]) -> float | None:
+    """The speed baseline's latency / this cell's (`--perf`): above 1 is faster than the raw kernel in eager."""
+    if not cell.perf or "median_ms" not in cell.perf:
+        return None
+    base = by_cell.get(cell.cell.speed_baseline())
+    if base is None or not base.perf or "median_ms" not in base.perf or cell.perf["median_ms"] <= 0:
+        return None
+    return base.perf["median_ms"] / cell.perf["median_ms"]
+
+
+def speed_table(cells: list[CellResult]) -> list[list[str]]:
+    """Rows of (path, one geometric-mean speed vs eager per wrapping, over the cases that passed)."""
+    by_cell = {c.cell: c for c in cells}
+    ratios: dict[Path, dict[Wrapping, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for c in cells:
+        ratio = speedup(c, by_cell)
+        if ratio is not None:
+            ratios[c.path][c.wrapping].append(ratio)
+    rows = []
+    for path in Path:
+        if path not in ratios:
+            continue
+        row = [path.spec.title]
+        for w in Wrapping:
+            values = ratios[path].get(w)
+            row.append(f"{math.exp(sum(map(math.log, values)) / len(values)):.2f}x ({len(values)})" if values else "")
+        rows.append(row)
+    return rows
+
+
+def _control_entry(control: list[CellResult]) -> str:
+    control = [c for c in control if c.outcome is not Outcome.SKIPPED]
+    if not control:
+        return "n/a"
+    failed = [c for c in control if c.outcome in FAILED]
+    if not failed:
+        return f"passes ({len(control)}/{len(control)})"
+    how = sorted({label(c) for c in failed})
+    return f"**FAILS ({len(failed)}/{len(control)}): path broken here**: {', '.join(how)}"
+
+
+def _support_entry(cells: list[CellResult], path: Path) -> str:
+    if not cells:
+        return ""
+    kept = counted_cells(cells)
+    passed = [c for c in kept if c.outcome is Outcome.PASS]
+    env = [c for c in cells if c.blamed_on]
+    notes = []
+    if env:
+        notes.append(f"{len(env)} env: control fails too")
+    flaky = [c for c in cells if c.flaky]
+    if flaky:
+        notes.append(f"{len(flaky)} flaky")
+    for fault in ("case", "harness"):
+        errors = [c for c in cells if c.outcome is Outcome.ERROR and (c.fault or "harness") == fault]
+        if errors:
+            notes.append(f"{len(errors)} {fault} error{'s' if len(errors) > 1 else ''}")
+    if path is Path.COMPILE_DEFAULT:
+        breaks = sum(c.graph_breaks or 0 for c in passed)
+        if breaks:
+            notes.append(f"{breaks} graph breaks")
+    degraded = [c for c in passed if c.degradations]
+    if degraded:
+        notes.append(f"{len(degraded)} passes, degraded")
+    entry = "n/a: environment" if env and not kept else _verdict_text(len(passed), len(kept))
+    return entry + (f"; {', '.join(notes)}" if notes else "")
+
+
+def timing_lines(results: Results) -> list[str]:
+    """Where the time went, and what the harness itself cost per cell."""
+    if not any(c.timings.wall > 0 for c in results.cells):
+        return []
+    f = figures(results, results.wall_time_s or 0.0)
+    t = [c.timings for c in results.cells]
+    lines = [
+        f"- {f.cells} cells on {f.workers} workers in {f.wall_s:.0f} s; their work {f.work_s:.0f} s in all "
+        f"(setup {sum(x.setup for x in t):.0f} s, compile/export/AOT compile {sum(x.compile for x in t):.0f} s, "
+        f"run {sum(x.run for x in t):.0f} s), longest cell {f.longest_cell_s:.1f} s; efficiency {f.efficiency:.2f} "
+        "(max(longest cell, work / workers) / wall time)",
+        f"- harness overhead per cell (wall minus work, runner start included): median {f.overhead_median_s:.2f} s, "
+        f"max {f.overhead_worst_s:.2f} s",
+    ]
+    if f.process_starts:
+        lines.append(
+            f"- runner processes started: {f.process_starts} (first cell of a worker, or after a crash, timeout or "
+            f"poisoned context), median start {f.process_start_median_s:.2f} s"
+        )
+    return lines
+
+
+def matrix(results: Results) -> str:
+    results = judged(results)
+    by_path: dict[Path, list[CellResult]] = defaultdict(list)
+    for cell in results.cells:
+        by_path[cell.path].append(cell)
+    by_cell = results.by_cell()
+    out = ["# Matrix: every cell", "", *_environment_lines(results), ""]
+    out.append(
+        "Outcomes: `pass`; `WRONG` (ran, numbers differ from the reference); `fail @stage` (an exception); "
+        "`CRASH` (the process died on a signal); `timeout @stage`; `skipped`; `env` (the control fails on "
+        "this path too); `error` (the case or harness broke). Stages: setup, wrap, compile, export, "
+        "aot_compile, aot_load, run."
+    )
+    timing = timing_lines(results)
+    if timing:
+        out += ["", "Timing:", "", *timing]
+    for path in Path:
+        cells = by_path.get(path)
+        if not cells:
+            continue
+        out += ["", f'<a id="{path.value}"></a>', f"## {path.spec.title}", ""]
+        grid: dict[str, dict[Wrapping, str]] = defaultdict(dict)
+        for c in cells:
+            ratio = speedup(c, by_cell)
+            grid[c.case][c.wrapping] = label(c) + (f", {ratio:.2f}x eager" if ratio is not None else "")
+        rows = [[case, *[grid[case].get(w, "") for w in Wrapping]] for case in sorted(grid)]
+        out.append(tabulate(rows, headers=["case", *[w.value for w in Wrapping]], tablefmt="github"))
+        details = [c for c in sorted(cells, key=lambda c: c.cell.id)
+                   if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky or c.degradations]
+        if details:
+            out += ["", tabulate([_detail(c) for c in details], headers=["cell", "outcome", "error (first line)", "smallest failing example"], tablefmt="github")]
+    out.append("")
+    return "\n".join(out)
+
+
+def _detail(cell: CellResult) -> list[str]:
+    error = cell.message or ""
+    if cell.outcome is Outcome.PASS and cell.warnings:
+        error = f"warning: {cell.warnings[0]}"
+    if cell.outcome is Outcome.PASS and cell.degradations:
+        error = "degraded: " + "; ".join(cell.degradations)
+    if cell.error_type:
+        error = f"{cell.error_type}: {error}"
+    if cell.mismatched:
+        error += f" ({cell.mismatched})"
+    if cell.blamed_on:
+        error = f"control {cell.blamed_on} fails too. {error}"
+    if cell.flaky:
+        error = f"FLAKY, {cell.flaky}. This run: {error}"
+    return [f"`{cell.cell.id}`", label(cell), cell_text(error), cell_text(cell.example or "")]
+
+
+def cell_text(text: str) -> str:
+    """Text for one markdown table cell: pipes escaped, one line, bounded."""
+    return text.replace("|", "\\|").replace("\n", " ")[:400]
+
+
+def write(results: Results, directory: str) -> list[str]:
+    """Write the reports (the given results are not changed): results.json, MATRIX.md, SUPPORT.md and, where
+    matplotlib can be imported, the matrix's picture that SUPPORT.md shows. All are rendered before any is
+    replaced, and each is replaced atomically: an interruption leaves the old set or the new one (a file is
+    never half-written). Where no picture is drawn, one left by an earlier render is removed: it would show
+    other results than the reports beside it. Returns the paths written."""
+    results = judged(results)
+    try:
+        png: bytes | None = matrix_picture.draw(results)
+    except matrix_picture.Unavailable:
+        png = None
+    contents: dict[str, str | bytes] = {"results.json": results_file.dumps(results), "MATRIX.md": matrix(results)}
+    if png is not None:
+        contents[matrix_picture.FILENAME] = png  # before SUPPORT.md, which shows it
+    contents["SUPPORT.md"] = support_chart(results, picture_drawn=png is not None)
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for name, content in contents.items():
+        paths.append(os.path.join(directory, name))
+        results_file.write_atomic(paths[-1], content)
+    if png is None:
+        # After SUPPORT.md: an interruption before this leaves a picture no report shows, not a report without it.
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(directory, matrix_picture.FILENAME))
+    return paths

@@ -1,0 +1,86 @@
+"""The published chart of the PyTorch tutorial "Using User-Defined Triton Kernels with torch.compile",
+kept as data, and which measured rows test each of its claims."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.model.columns import Wrapping
+from harness.model.rows import Path
+
+SOURCE = "PyTorch tutorial: Using User-Defined Triton Kernels with torch.compile (chart of which API to use)"
+
+RAW, TRITON_OP, CUSTOM_OP = "raw Triton kernel", "triton_op", "custom_op"
+COLUMN_OF = {
+    Wrapping.RAW: RAW,
+    Wrapping.RAW_AUTOGRAD: RAW,  # the tutorial's raw column covers a kernel in an autograd.Function too
+    Wrapping.TRITON_OP: TRITON_OP,
+    Wrapping.CUSTOM_OP: CUSTOM_OP,
+}
+
+
+@dataclass(frozen=True)
+class TutorialRow:
+    title: str
+    paths: tuple[Path, ...]  # the measured rows whose cells test this claim
+    claims: dict[str, str]  # tutorial column -> its published answer; empty for rows the tutorial lacks
+    traces_into: bool = False  # judged by what the compiled graph holds, not by pass/fail
+    # Rows that run the same artifacts in the process that built them: the entry says for how many cases a
+    # style passes there but not on `paths` (a package that loads only where the case's module was imported).
+    in_process: tuple[Path, ...] = ()
+
+
+ROWS = (
+    TutorialRow("Supports inference", (Path.EAGER,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
+    TutorialRow("Supports training", (Path.TRAIN_EAGER,), {RAW: "In the majority of cases", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
+    TutorialRow("Supports torch.compile", (Path.COMPILE_DEFAULT,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
+    TutorialRow(
+        "Supports torch.compile(fullgraph=True)",
+        (Path.COMPILE_FULLGRAPH,),
+        {RAW: "In the majority of cases", TRITON_OP: "In the majority of cases", CUSTOM_OP: "In all cases"},
+    ),
+    TutorialRow(
+        "Does torch.compile trace into the implementation?",
+        (Path.COMPILE_FULLGRAPH,),
+        {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"},
+        traces_into=True,
+    ),
+    TutorialRow("Supports AOTInductor", (Path.AOTI_STRICT, Path.AOTI_NONSTRICT), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}),
+    # Can I deploy it? The same claim, for a package run in a new process that never imported the case, as a
+    # serving process loads it; passing only in the process that built it is said beside the entry.
+    TutorialRow("Supports AOTInductor, package run in a fresh Python process (non-strict export)", (Path.AOTI_FRESH_NONSTRICT,),
+                {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}, in_process=(Path.AOTI_NONSTRICT,)),
+    # The same claim, for a package deployed where there is no Python (a C++ server).
+    TutorialRow(
+        "Supports AOTInductor, run from C++ without Python",
+        (Path.AOTI_CPP_STRICT, Path.AOTI_CPP_NONSTRICT),
+        {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"},
+    ),
+    TutorialRow(
+        "Supports PyTorch subsystems (FlopCounterMode, CPU fallback, tensor subclasses)",
+        (Path.FLOP_COUNTER, Path.CPU_FALLBACK, Path.TENSOR_SUBCLASS),
+        {RAW: "No", TRITON_OP: "Yes", CUSTOM_OP: "Yes"},
+    ),
+    # Rows the tutorial does not have.
+    TutorialRow("Supports torch.export(strict=True)", (Path.EXPORT_STRICT,), {}),
+    TutorialRow("Supports torch.export(strict=False)", (Path.EXPORT_NONSTRICT,), {}),
+    TutorialRow("Supports AOTInductor from strict export", (Path.AOTI_STRICT,), {}),
+    TutorialRow("Supports AOTInductor from non-strict export", (Path.AOTI_NONSTRICT,), {}),
+    TutorialRow("Supports training under torch.compile", (Path.TRAIN_COMPILE_DEFAULT,), {}),
+    TutorialRow("Supports training under torch.compile(fullgraph=True)", (Path.TRAIN_COMPILE_FULLGRAPH,), {}),
+    TutorialRow("Passes torch.library.opcheck", (Path.OPCHECK,), {}),
+)
+
+
+def agrees(claim: str, passed: int, counted: int) -> bool:
+    """Whether measured counts are consistent with a published answer."""
+    if counted == 0:
+        return True  # nothing measured, nothing refuted
+    text = claim.lower()
+    if text in ("yes", "in all cases"):
+        return passed == counted
+    if text == "no":
+        return passed == 0
+    if text.startswith("in the majority"):
+        return passed * 2 > counted
+    raise ValueError(f"unknown claim {claim!r}")

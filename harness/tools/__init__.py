@@ -1,0 +1,1 @@
+"""Commands that start matrix runs: bench and repeat."""

@@ -1,0 +1,68 @@
+"""How fast the matrix runs, and how much of its time is the harness's own: `python -m harness bench`.
+
+It runs the matrix as a user does (`pytest -n auto`, fresh caches) and reads the figures off the
+results file: the cells' own work, the lower bound on wall time that work sets, efficiency against it,
+the harness's overhead per cell, and each worker's peak host and GPU memory and GPU memory growth.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import tempfile
+import time
+
+from harness.model.results import load
+from harness.reporting.figures import figures, render
+from harness.tools.launch import forwarding_signals, matrix_command, start_matrix
+
+
+def busy_cores() -> tuple[float, float, int] | None:
+    """The machine's busy and total CPU time so far, in seconds summed over cores, and its core count, from
+    /proc/stat (Linux); None elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            lines = f.read().splitlines()
+        fields_ = [float(v) for v in lines[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    cores = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    ticks = os.sysconf("SC_CLK_TCK")
+    idle = fields_[3] + (fields_[4] if len(fields_) > 4 else 0.0)  # idle and iowait
+    return (sum(fields_[:8]) - idle) / ticks, sum(fields_[:8]) / ticks, cores
+
+
+def main(pytest_args: list[str], out: str | None = None, report_dir: str | None = None) -> int:
+    """Run the matrix as a user does and print its figures; exit as pytest did (2: no results)."""
+    report_dir = os.path.abspath(report_dir or tempfile.mkdtemp(prefix="tcm-bench-"))
+    command = matrix_command(pytest_args, report_dir)
+    pytest_args = command[command.index("--matrix") + 1:]
+    print(f"running: {' '.join(shlex.quote(c) for c in command)}", flush=True)
+    start, busy_before = time.perf_counter(), busy_cores()
+    runs = [start_matrix(command)]
+    with forwarding_signals(runs) as received:
+        returncode = runs[0].wait()
+    wall, busy_after = time.perf_counter() - start, busy_cores()
+    path = os.path.join(report_dir, "results.json")
+    if not os.path.exists(path):
+        print(f"bench: the matrix wrote no {path} (pytest exit {returncode})", file=sys.stderr)
+        return 2
+    results = load(path)
+    if not any(c.timings.wall > 0 for c in results.cells):
+        problems = "; ".join(p.get("message", "") for p in results.problems)
+        print(f"bench: no cell ran (pytest exit {returncode}){': ' + problems if problems else ''}", file=sys.stderr)
+        return 2
+    measured = figures(results, wall)
+    if busy_before and busy_after:
+        measured.cores = busy_after[2]
+        measured.machine_busy = (busy_after[0] - busy_before[0]) / max(busy_after[1] - busy_before[1], 1e-9) * busy_after[2]
+    text = render(measured, results.fingerprint, "python -m harness bench " + " ".join(map(shlex.quote, pytest_args)))
+    if not results.complete:
+        text += (f"\nINCOMPLETE: {len(results.missing)} cells never reported ({results.interrupted or ', '.join(received) or 'stopped'}); "
+                 "the figures cover the cells that ran\n")
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    return returncode
