@@ -487,7 +487,7 @@ class MatrixController:
         result = _result_of(report)
         if control is None or result is None:
             return False
-        from harness.reporting.report import blame_environment
+        from harness.model.judging import blame_environment
 
         return blame_environment([result, control])[0].blamed_on is not None
 

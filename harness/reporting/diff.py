@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
+from harness.model.judging import judged, label
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
-from harness.reporting.report import cell_text, judged, label
+from harness.reporting.report import cell_text
 
 # Fingerprint fields shown side by side in the header.
 COMPARED = (

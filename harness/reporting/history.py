@@ -18,12 +18,12 @@ from harness.model import results as results_file
 from harness.model.cell import Cell
 from harness.model.columns import STYLES, Wrapping
 from harness.model.errors import ResultsError
+from harness.model.judging import Verdict, by_path_and_style, judged, pass_counts, verdict
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import SAME_ENVIRONMENT, Results, merge
 from harness.model.rows import Path
 from harness.model.settings import DEFAULT_PROFILE
 from harness.reporting import diff
-from harness.reporting.report import Verdict, by_path_and_style, judged, pass_counts, verdict
 
 # diff's fingerprint fields, by name: the labels and the legend show them as the diff's header does.
 FIELDS = dict(diff.COMPARED)

@@ -192,7 +192,7 @@ class Layout:
 
 
 def categories(results: Results, layout: Layout) -> dict[Cell, Category]:
-    """Every square's category. The results must be judged as the reports show them (report.judged), so
+    """Every square's category. The results must be judged as the reports show them (harness.model.judging.judged), so
     that a cell failing where its control fails too is the environment's."""
     by_cell = results.by_cell()
     missing = set(results.missing)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import enum
 import math
 import os
 from collections import defaultdict
@@ -14,72 +12,13 @@ from tabulate import tabulate
 from harness.model import results as results_file
 from harness.model.cell import Cell
 from harness.model.columns import STYLES, Wrapping
-from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.judging import FAILED, Verdict, by_path_and_style, counted_cells, judged, label, pass_counts, verdict
+from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
 from harness.model.rows import Path
 from harness.reporting import picture as matrix_picture
 from harness.reporting import tutorial
 from harness.reporting.figures import figures
-
-FAILED = (Outcome.WRONG, Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
-
-
-STAGE_ORDER = list(Stage)
-
-
-def blame_environment(cells: list[CellResult]) -> list[CellResult]:
-    """The cells with `blamed_on` set anew (the given ones are not changed). A cell that fails where its
-    case's plain PyTorch control also fails, at the same stage or a later one, is the environment's fault.
-    A cell that fails earlier than the control did (at export, say, when the control got as far as
-    loading the package) is still the wrapping's own failure."""
-    by_cell = {c.cell: c for c in cells}
-
-    def blamed_on(cell: CellResult) -> str | None:
-        if cell.wrapping is Wrapping.CONTROL or cell.outcome not in FAILED:
-            return None
-        control = by_cell.get(cell.cell.control())
-        if control is None or control.outcome not in FAILED:
-            return None
-        if STAGE_ORDER.index(cell.stage or Stage.RUN) >= STAGE_ORDER.index(control.stage or Stage.SETUP):
-            return control.cell.id
-        return None
-
-    return [c if c.blamed_on == (blame := blamed_on(c)) else dataclasses.replace(c, blamed_on=blame) for c in cells]
-
-
-def judged(results: Results) -> Results:
-    """A copy of the results with the environment's failures blamed on it: what the reports show."""
-    return dataclasses.replace(results, cells=blame_environment(results.cells))
-
-
-def label(cell: CellResult) -> str:
-    """A short outcome for a table cell; a cell whose outcome varies between runs says so."""
-    return _outcome_label(cell) + (" (flaky)" if cell.flaky else "")
-
-
-def _outcome_label(cell: CellResult) -> str:
-    if cell.blamed_on:
-        return f"env ({cell.outcome.value})"
-    if cell.outcome is Outcome.PASS:
-        text = "pass"
-        if cell.graph_breaks:
-            text += f", {cell.graph_breaks} graph breaks"
-        if any("mutated" in w for w in cell.warnings):
-            text += ", assumes every input mutated"
-        if cell.degradations:
-            text += ", degraded"
-        return text
-    if cell.outcome is Outcome.WRONG:
-        if cell.mismatched and "missing (None)" in cell.mismatched:
-            return "WRONG (gradient lost)"
-        return f"WRONG (max err {cell.max_error:.2g})" if cell.max_error is not None else "WRONG"
-    if cell.outcome is Outcome.CRASH:
-        return f"CRASH {cell.signal or ''} @{cell.stage.value if cell.stage else '?'}".replace("  ", " ")
-    if cell.outcome is Outcome.ERROR:
-        return f"{cell.fault or 'harness'} error @{cell.stage.value if cell.stage else '?'}"
-    if cell.outcome in (Outcome.FAIL, Outcome.TIMEOUT):
-        return f"{cell.outcome.value} @{cell.stage.value if cell.stage else '?'}"
-    return cell.outcome.value
 
 
 def _environment_lines(results: Results) -> list[str]:
@@ -136,42 +75,9 @@ def _shortened(command: str) -> str:
     return f"{command[:COMMAND_SHOWN]} ... ({len(command)} characters in all, in results.json)"
 
 
-class Verdict(str, enum.Enum):
-    """How a style fares on a row, in the charts' words."""
-
-    YES = "Yes"  # every case counted passed
-    PARTIAL = "Partial"  # some did
-    NO = "No"  # none did
-    NONE = "n/a"  # no case counted
-
-
-def verdict(passed: int, total: int) -> Verdict:
-    if total == 0:
-        return Verdict.NONE
-    if passed == total:
-        return Verdict.YES
-    return Verdict.NO if passed == 0 else Verdict.PARTIAL
-
-
 def _verdict_text(passed: int, total: int) -> str:
     found = verdict(passed, total)
     return found.value if found is Verdict.NONE else f"{found.value} ({passed}/{total})"
-
-
-def counted_cells(cells: list[CellResult]) -> list[CellResult]:
-    """The cells a verdict counts: not skipped, not an error of the case or the harness (no finding about the
-    path), not a failure the environment is blamed for (the control fails there too)."""
-    return [c for c in cells if not c.blamed_on and c.outcome not in (Outcome.SKIPPED, Outcome.ERROR)]
-
-
-def pass_counts(cells: list[CellResult], traces_into: bool = False) -> tuple[int, int]:
-    """(passed, counted) of a verdict: the cases that passed of those counted, or with `traces_into` the
-    compiled graphs that traced into the kernel of those read."""
-    if traces_into:
-        judged = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")]
-        return sum(c.kernel_in_graph == "traced" for c in judged), len(judged)
-    kept = counted_cells(cells)
-    return sum(c.outcome is Outcome.PASS for c in kept), len(kept)
 
 
 def tutorial_chart(results: Results) -> tuple[str, list[str]]:
@@ -228,14 +134,6 @@ def picture_lines(drawn: bool) -> list[str]:
                 f"coloured by its cell's outcome (pass, WRONG, fail, crash, timeout, error, env, skipped)]({matrix_picture.FILENAME})"]
     return [f"*A picture of the whole matrix ({matrix_picture.FILENAME}) is drawn beside this chart where matplotlib is "
             f"installed: `{matrix_picture.INSTALL}`, then `python -m harness report results.json --out DIR`.*"]
-
-
-def by_path_and_style(cells: list[CellResult]) -> dict[Path, dict[Wrapping, list[CellResult]]]:
-    """The cells by row, then by wrapping style: a chart's entries."""
-    grouped: dict[Path, dict[Wrapping, list[CellResult]]] = {}
-    for cell in cells:
-        grouped.setdefault(cell.path, {}).setdefault(cell.wrapping, []).append(cell)
-    return grouped
 
 
 def support_chart(results: Results, picture_drawn: bool = False) -> str:

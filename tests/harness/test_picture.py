@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from harness.model.cell import Cell
+from harness.model.judging import judged
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results, load, save
 from harness.reporting import picture, report
@@ -61,7 +62,7 @@ def test_each_square_has_the_colour_of_its_cells_outcome_where_the_layout_puts_i
     pytest.importorskip("matplotlib")
     from PIL import Image  # matplotlib writes its PNGs with Pillow, so it is there
 
-    results = report.judged(planted())
+    results = judged(planted())
     layout = picture.Layout.of(results)
     image = Image.open(io.BytesIO(picture.draw(results))).convert("RGB")
     assert image.size == layout.size

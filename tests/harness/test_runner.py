@@ -96,7 +96,7 @@ def test_one_process_per_cell_when_asked(run_planted):
 
 
 def test_the_cases_own_code_raising_is_the_cases_error_not_the_harness(run_planted):
-    from harness.reporting.report import label
+    from harness.model.judging import label
 
     refused = run_planted("planted_inputs_fail_on_large_shapes")
     assert (refused.outcome, refused.stage, refused.fault) == (Outcome.ERROR, Stage.SETUP, "case")

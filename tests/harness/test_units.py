@@ -17,10 +17,11 @@ from harness.execution.numerics import assert_close
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import Mismatch, ResultsError
+from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results, dumps, load, merge, save
 from harness.model.rows import Path
-from harness.reporting.report import blame_environment, support_chart
+from harness.reporting.report import support_chart
 from tests.harness.conftest import PLANTED
 from tests.harness.planted import CASES, _launch_with, copy_kernel
 
@@ -291,7 +292,7 @@ def test_warnings_pytorch_logs_during_a_cell_are_kept_even_from_non_propagating_
     import logging
 
     from harness.execution.execute import _captured_warnings
-    from harness.reporting.report import label
+    from harness.model.judging import label
 
     result = _result("add-raw-compile_fullgraph")
     dynamo = logging.getLogger("torch._dynamo")
