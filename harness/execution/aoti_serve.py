@@ -28,7 +28,8 @@ def _isa_probe_answered_from_the_runs_record() -> None:
     cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     if not cache:
         return
-    spec = importlib.util.spec_from_file_location("_tcm_vec_isa", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "environment", "vec_isa.py"))
+    harness_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("_tcm_vec_isa", os.path.join(harness_dir, "environment", "vec_isa.py"))
     if spec is None or spec.loader is None:
         return
     module = importlib.util.module_from_spec(spec)

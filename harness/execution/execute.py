@@ -28,8 +28,8 @@ from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
 from harness.model.cell import Cell
 from harness.model.columns import OP_NAMESPACE, Wrapping
-from harness.model.errors import CaseCodeError, HarnessError, HarnessFault, Mismatch, StageFailure, first_line
-from harness.model.outcome import CellResult, Outcome, Stage, Timings, detail
+from harness.model.errors import HarnessError, Mismatch, first_line
+from harness.model.outcome import CaseCodeError, CellResult, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
 from harness.model.rows import Examples, Kind, Path
 from harness.model.settings import Settings
 

@@ -1,18 +1,13 @@
 """The harness's own exceptions, under one base.
 
 Exceptions from PyTorch, Triton and a case's own code are foreign: `harness.execution.execute` maps them to a cell's
-outcome in one place (a StageFailure, a CaseCodeError). An exception defined elsewhere in the harness
-derives from HarnessError too. A results file records a harness exception as `harness.<Class>` whichever module
+outcome in one place (a StageFailure, a CaseCodeError: an error at a stage, defined beside the stages in
+harness.model.outcome). An exception defined elsewhere in the harness derives from HarnessError too. A results file records a harness exception as `harness.<Class>` whichever module
 defines it (harness.execution.execute._type_name), so a module can move without changing recorded data; class names are
 unique across the harness for that reason.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from harness.model.outcome import Stage
 
 
 def first_line(exc: BaseException) -> str:
@@ -58,27 +53,6 @@ class CaseError(HarnessError, ValueError):
 
 class RunnerDied(HarnessError):
     """A runner process did not start."""
-
-
-class AtStage(HarnessError):
-    """An exception raised at a named stage of a cell, which it carries with the stage."""
-
-    def __init__(self, stage: Stage, error: BaseException):
-        super().__init__(f"{stage.value}: {type(error).__name__}: {first_line(error)}")
-        self.stage = stage
-        self.error = error
-
-
-class StageFailure(AtStage):
-    """An exception raised by PyTorch or Triton, attributed to the stage it happened in."""
-
-
-class CaseCodeError(AtStage):
-    """The case's own code (make_inputs, reference) raised: the case's problem, not a finding about the path."""
-
-
-class HarnessFault(AtStage):
-    """The harness itself, or hypothesis as it drives the examples, broke while running a cell."""
 
 
 class Mismatch(HarnessError):

@@ -8,6 +8,7 @@ from typing import Any
 
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
+from harness.model.errors import HarnessError, first_line
 from harness.model.rows import Path
 
 
@@ -35,6 +36,27 @@ class Stage(str, enum.Enum):
     AOT_LOAD = "aot_load"
     RUN = "run"
     REFERENCE = "reference"
+
+
+class AtStage(HarnessError):
+    """An exception raised at a named stage of a cell, which it carries with the stage."""
+
+    def __init__(self, stage: Stage, error: BaseException):
+        super().__init__(f"{stage.value}: {type(error).__name__}: {first_line(error)}")
+        self.stage = stage
+        self.error = error
+
+
+class StageFailure(AtStage):
+    """An exception raised by PyTorch or Triton, attributed to the stage it happened in."""
+
+
+class CaseCodeError(AtStage):
+    """The case's own code (make_inputs, reference) raised: the case's problem, not a finding about the path."""
+
+
+class HarnessFault(AtStage):
+    """The harness itself, or hypothesis as it drives the examples, broke while running a cell."""
 
 
 @dataclass
