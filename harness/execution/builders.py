@@ -23,7 +23,7 @@ from filelock import FileLock
 from harness.execution import cpp_runtime
 from harness.execution.observer import GraphObserver
 from harness.model.outcome import WAITED_FOR_PACKAGE, Stage
-from harness.model.rows import Kind, Path
+from harness.model.rows import Kind, Row
 
 Artifact = Callable[..., Any]
 
@@ -45,7 +45,7 @@ class Shared:
 class Build:
     """What a builder is given: the callable, the example inputs it traces with, and the cell's means."""
 
-    path: Path
+    row: Row
     fn: Artifact
     inputs: tuple[Any, ...]
     max_batch: int
@@ -103,11 +103,11 @@ def as_is(build: Build) -> Artifact:
 
 def compiled(build: Build) -> Artifact:
     """torch.compile with the row's options; it compiles lazily, on the first call, so that call is made here."""
-    options = build.path.spec.compile_options
+    options = build.row.spec.compile_options
     if options is None:  # training without a compiler
         return build.fn
     artifact = torch.compile(build.fn, **options)
-    if build.path.spec.unbacked:
+    if build.row.spec.unbacked:
         artifact = _batch_unbacked(artifact, build.batched)
     with build.stage(Stage.COMPILE):
         build.call(artifact, build.inputs)
@@ -129,7 +129,7 @@ def _batch_unbacked(artifact: Artifact, batched: tuple[bool, ...]) -> Artifact:
 
 def _export(build: Build) -> torch.export.ExportedProgram:
     with build.stage(Stage.EXPORT):
-        exported = torch.export.export(_Program(build.fn), build.inputs, strict=bool(build.path.spec.strict),
+        exported = torch.export.export(_Program(build.fn), build.inputs, strict=bool(build.row.spec.strict),
                                        dynamic_shapes=dynamic_batch(build.inputs, build.max_batch, build.batched, build.dims))
     build.observer.record(exported.graph)
     return exported
@@ -236,7 +236,7 @@ def warm_cache(build: Build) -> Artifact:
     edited kernel on the same caches (harness.execution.warm_cache)."""
     from harness.execution.warm_cache import EditedInNewProcess
 
-    options = dict(build.path.spec.compile_options or {})
+    options = dict(build.row.spec.compile_options or {})
     with torch._inductor.config.patch(post_grad_custom_post_pass=None):
         artifact = torch.compile(build.fn, **options)
         with build.stage(Stage.COMPILE):
@@ -261,7 +261,7 @@ BUILDERS: dict[Kind, Callable[[Build], Artifact]] = {
 
 def build(request: Build) -> Artifact:
     """What runs on the request's row. Raises StageFailure (through `stage`) naming the stage that failed."""
-    return BUILDERS[request.path.spec.kind](request)
+    return BUILDERS[request.row.spec.kind](request)
 
 
 def _kernel_identity(kernel: Any) -> list[str]:

@@ -30,7 +30,7 @@ from harness.model.cell import Cell
 from harness.model.columns import OP_NAMESPACE, Wrapping
 from harness.model.errors import HarnessError, Mismatch, first_line
 from harness.model.outcome import CaseCodeError, CellResult, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
-from harness.model.rows import Examples, Kind, Path
+from harness.model.rows import Examples, Kind, Row
 from harness.model.settings import Settings
 
 # The harness's exceptions that already say what the cell's outcome is; everything else raised inside a
@@ -119,10 +119,10 @@ def _record(result: CellResult, exc: BaseException) -> None:
     result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
 
 
-def examples(case: Case, path: Path, checked_batch_max: int = Settings.checked_batch_max) -> st.SearchStrategy[Example]:
-    """The hypothesis examples a cell of this row checks (Row.examples says how they vary). A case with
+def examples(case: Case, row: Row, checked_batch_max: int = Settings.checked_batch_max) -> st.SearchStrategy[Example]:
+    """The hypothesis examples a cell of this row checks (RowSpec.examples says how they vary). A case with
     optional tensor inputs also draws which of them are None."""
-    how = path.spec.examples
+    how = row.spec.examples
     extra: dict[str, st.SearchStrategy[Any]] = {}
     if case.optional_inputs:
         extra["absent"] = st.sets(st.sampled_from(sorted(case.optional_inputs))).map(frozenset)
@@ -142,10 +142,10 @@ def examples(case: Case, path: Path, checked_batch_max: int = Settings.checked_b
                      **extra)
 
 
-def traces_once(path: Path) -> bool:
+def traces_once(row: Row) -> bool:
     """Rows whose artifact is traced once (export, AOTInductor, opcheck): a None input is part of what was
     traced, so each structure of the inputs (which optional inputs are None) gets an artifact of its own."""
-    return path.spec.examples is not Examples.DRAWN
+    return row.spec.examples is not Examples.DRAWN
 
 
 def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -167,10 +167,10 @@ class Execution:
     ):
         self.cell, self.case, self.settings, self.announce = cell, case, settings, announce
         self.run_device = device  # where the run is; the row may run elsewhere (the CPU fallback)
-        self.device = cell.path.spec.device or device
+        self.device = cell.row.spec.device or device
         self.broken_dtypes = broken_dtypes or {}
         self.result = CellResult(cell, Outcome.PASS)
-        self.training = cell.path.spec.kind is Kind.TRAIN
+        self.training = cell.row.spec.kind is Kind.TRAIN
         self.observer = GraphObserver()
         self.artifacts: dict[tuple[torch.dtype, frozenset[str]], Callable[..., Any] | None] = {}
         self.session: dict[str, Any] = {}  # what the cell's builds share (harness.execution.builders.Build.session)
@@ -219,8 +219,8 @@ class Execution:
             for d in testable[per_cell:]:
                 result.dtypes_skipped[dtype_name(d)] = f"this run's profile checks {per_cell} dtype(s) a cell"
             testable = testable[:per_cell]
-        needs_cuda = self.cell.path.spec.needs_cuda
-        reason = (self.cell.path.spec.applies(case, self.cell.wrapping) or (case.requires(self.run_device) if case.requires else None)
+        needs_cuda = self.cell.row.spec.needs_cuda
+        reason = (self.cell.row.spec.applies(case, self.cell.wrapping) or (case.requires(self.run_device) if case.requires else None)
                   or (f"{needs_cuda}; this run's device is {self.device}" if needs_cuda and not self.device.startswith("cuda") else None)
                   or self._interpreter_cannot_compile() or self._left_to_other_profiles())
         if not testable:
@@ -230,7 +230,7 @@ class Execution:
 
     def _left_to_other_profiles(self) -> str | None:
         settings = self.settings
-        if self.cell.path.value in settings.limited_rows and settings.limited_rows_tag not in self.case.tags:
+        if self.cell.row.value in settings.limited_rows and settings.limited_rows_tag not in self.case.tags:
             return (f"this run's profile checks this row only on cases tagged {settings.limited_rows_tag!r} (each of its cells "
                     "builds C++, autotunes or starts a process); the other profiles check every case")
         return None
@@ -241,10 +241,10 @@ class Execution:
         row's torch.compile with graph breaks allowed (probed once a run), every kernel's does, after
         Dynamo has walked the interpreter's code for 5-10 s. With fullgraph Dynamo stops at the launch, and
         the cell runs. Like a dtype the interpreter gets wrong, the cell is left out, with the probe's answer."""
-        options = self.cell.path.spec.compile_options
+        options = self.cell.row.spec.compile_options
         if self.device != "cpu" or os.environ.get("TRITON_INTERPRET") != "1" or options is None:
             return None
-        warm_cache = self.cell.path.spec.kind is Kind.WARM_CACHE
+        warm_cache = self.cell.row.spec.kind is Kind.WARM_CACHE
         if not warm_cache and (options.get("fullgraph") or self.cell.wrapping not in (Wrapping.RAW, Wrapping.RAW_AUTOGRAD)):
             return None
         failure = probe.interpreted_launch_under_compile(options, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
@@ -275,10 +275,10 @@ class Execution:
             try:
                 self.wrap()
                 artifact = self.artifact(self.case.dtypes[0])
-                if self.cell.path.spec.replays and artifact is not None:
+                if self.cell.row.spec.replays and artifact is not None:
                     self.replay(artifact, self.case.dtypes[0])
                 self.check()
-                if self.settings.perf and self.cell.path.spec.timed:
+                if self.settings.perf and self.cell.row.spec.timed:
                     self.time()
             except _DECIDED as exc:
                 _record(self.result, exc)
@@ -305,7 +305,7 @@ class Execution:
     def replay(self, artifact: Callable[..., Any], dtype: torch.dtype) -> None:
         """CUDA graph replays: new values written into the same input buffers, the result checked each time."""
         buffers = self.inputs(Example(dtype, self.case.example_shape, seed=0))
-        for replay in range(1, self.cell.path.spec.replays + 1):
+        for replay in range(1, self.cell.row.spec.replays + 1):
             fresh = self.inputs(Example(dtype, self.case.example_shape, seed=replay))
             with torch.no_grad():
                 for buffer, value in zip(buffers, fresh):
@@ -362,8 +362,8 @@ class Execution:
     def wrap(self) -> None:
         """The style's callable (or a subsystem's program) and the reference it is compared with."""
         with _timed(self.result.timings, "setup"), self.stage(Stage.WRAP):
-            if self.cell.path.spec.kind is Kind.SUBSYSTEM:
-                self.program, self.reference = subsystems.programs(self.cell.path, self.case, self.cell.wrapping)
+            if self.cell.row.spec.kind is Kind.SUBSYSTEM:
+                self.program, self.reference = subsystems.programs(self.cell.row, self.case, self.cell.wrapping)
             else:
                 self.program, self.reference = wrappings.build(self.case, self.cell.wrapping), self.case.reference
         if self.training:
@@ -371,7 +371,7 @@ class Execution:
 
     def structure(self, inputs: tuple[Any, ...]) -> frozenset[str]:
         """Which inputs are None, where it matters: on rows that trace once."""
-        if not traces_once(self.cell.path):
+        if not traces_once(self.cell.row):
             return frozenset()
         return frozenset(p.name for p, x in zip(self.case.input_parameters(), inputs) if x is None)
 
@@ -395,11 +395,11 @@ class Execution:
             if key_name is not None and self.settings.packages is not None:
                 shared = builders.Shared(packages=self.settings.packages, caches=self.settings.caches or self.settings.workdir, key=key_name)
             request = builders.Build(
-                path=self.cell.path, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, batched=self.case.batched,
+                row=self.cell.row, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, batched=self.case.batched,
                 dims=self.case.dynamic_dims,
                 workdir=self.settings.workdir, label=f"{self.cell.id}-{variant}", observer=self.observer,
                 shared=shared, stage=self.stage, call=self.call, spent=self.spent, session=self.session,
-                edit=builders.Edit(self.case, self.cell.wrapping.value) if self.cell.path.spec.kind is Kind.WARM_CACHE else None,
+                edit=builders.Edit(self.case, self.cell.wrapping.value) if self.cell.row.spec.kind is Kind.WARM_CACHE else None,
             )
             start = time.perf_counter()
             try:
@@ -421,7 +421,7 @@ class Execution:
         input_names = [p.name for p in self.case.input_parameters()]
         tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
         graded = [input_names[i] for i in tensors if inputs[i].is_floating_point()] if self.training else []
-        names = list(self.cell.path.spec.outputs) or (
+        names = list(self.cell.row.spec.outputs) or (
             [f"output {n}" for n in range(len(expected) - len(graded))] + [f"gradient of input {n!r}" for n in graded]
         )
 
@@ -471,7 +471,7 @@ class Execution:
             report_multiple_bugs=False,
             print_blob=False,
         )
-        @given(ex=examples(case, self.cell.path, config.checked_batch_max))
+        @given(ex=examples(case, self.cell.row, config.checked_batch_max))
         def check(ex: Example) -> None:
             nonlocal shrink_until
             if failures and result.examples_run >= shrink_until:

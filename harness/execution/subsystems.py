@@ -15,7 +15,7 @@ from harness.execution.wrapping import build as build_wrapping
 from harness.execution.wrapping import operator
 from harness.model.columns import Wrapping
 from harness.model.errors import HarnessError, first_line
-from harness.model.rows import Path
+from harness.model.rows import Row
 
 
 class OpcheckFailed(HarnessError, AssertionError):
@@ -46,9 +46,9 @@ def _halves(inputs: tuple[Any, ...], part: str) -> tuple[Any, ...]:
     return tuple((x if part == "a" else _second_half(x)) if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
-def programs(path: Path, case: Case, wrapping: Wrapping) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def programs(row: Row, case: Case, wrapping: Wrapping) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(program, reference) for a subsystem row."""
-    if path is Path.OPCHECK:
+    if row is Row.OPCHECK:
         op = operator(case, wrapping)
 
         def opcheck(*inputs: Any) -> list[Any]:
@@ -62,7 +62,7 @@ def programs(path: Path, case: Case, wrapping: Wrapping) -> tuple[Callable[..., 
 
         return opcheck, lambda *inputs: []
 
-    if path is Path.FLOP_COUNTER:
+    if row is Row.FLOP_COUNTER:
         fn = build_wrapping(case, wrapping)
         formula = case.flops
         assert formula is not None
@@ -76,10 +76,10 @@ def programs(path: Path, case: Case, wrapping: Wrapping) -> tuple[Callable[..., 
 
         return (lambda *inputs: [torch.tensor(_flop_count(fn, inputs))]), expected
 
-    if path is Path.CPU_FALLBACK:
+    if row is Row.CPU_FALLBACK:
         return build_wrapping(case, wrapping, cpu_fallback=True), case.reference
 
-    if path is Path.TENSOR_SUBCLASS:
+    if row is Row.TENSOR_SUBCLASS:
         from torch.testing._internal.two_tensor import TwoTensor
 
         fn = build_wrapping(case, wrapping)
@@ -103,4 +103,4 @@ def programs(path: Path, case: Case, wrapping: Wrapping) -> tuple[Callable[..., 
 
         return on_two_tensors, reference
 
-    raise ValueError(f"{path} is not a subsystem row")
+    raise ValueError(f"{row} is not a subsystem row")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from harness.model.columns import Wrapping
 from harness.model.errors import CellIdError
-from harness.model.rows import Kind, Path
+from harness.model.rows import Kind, Row
 
 # The matrix's test is harness/plugin/matrix.py::test_cell, parametrized by cell id. Its node id names the module
 # relative to pytest's rootdir, and is "::test_cell[...]" alone where the package lies outside it (installed).
@@ -21,11 +21,11 @@ _TEST_ID = re.compile(r"(?:^|(?:^|/)matrix\.py)::test_cell\[(?P<cell>[^\]]+)\]$"
 class Cell:
     case: str
     wrapping: Wrapping
-    path: Path
+    row: Row
 
     @property
     def id(self) -> str:
-        return f"{self.case}-{self.wrapping.value}-{self.path.value}"
+        return f"{self.case}-{self.wrapping.value}-{self.row.value}"
 
     def __str__(self) -> str:
         return self.id
@@ -33,12 +33,12 @@ class Cell:
     @classmethod
     def parse(cls, cell_id: str) -> Cell:
         try:
-            case, wrapping, path = cell_id.rsplit("-", 2)
-            return cls(case, Wrapping(wrapping), Path(path))
+            case, wrapping, row = cell_id.rsplit("-", 2)
+            return cls(case, Wrapping(wrapping), Row(row))
         except ValueError:
             raise CellIdError(
-                f"{cell_id!r} is not a cell id: expected CASE-WRAPPING-PATH with WRAPPING one of "
-                f"{[w.value for w in Wrapping]} and PATH one of {[p.value for p in Path]}"
+                f"{cell_id!r} is not a cell id: expected CASE-WRAPPING-ROW with WRAPPING one of "
+                f"{[w.value for w in Wrapping]} and ROW one of {[p.value for p in Row]}"
             ) from None
 
     @classmethod
@@ -54,23 +54,23 @@ class Cell:
 
     def control(self) -> Cell:
         """The case's plain PyTorch reference down the same path: does the path itself work here?"""
-        return Cell(self.case, Wrapping.CONTROL, self.path)
+        return Cell(self.case, Wrapping.CONTROL, self.row)
 
     def speed_baseline(self) -> Cell:
         """What `--perf` compares this cell's speed with: the raw kernel in eager mode, or for training
         its autograd.Function trained eagerly."""
-        if self.path.spec.kind is Kind.TRAIN:
-            return Cell(self.case, Wrapping.RAW_AUTOGRAD, Path.TRAIN_EAGER)
-        return Cell(self.case, Wrapping.RAW, Path.EAGER)
+        if self.row.spec.kind is Kind.TRAIN:
+            return Cell(self.case, Wrapping.RAW_AUTOGRAD, Row.TRAIN_EAGER)
+        return Cell(self.case, Wrapping.RAW, Row.EAGER)
 
     def package_key(self, dtype: str) -> str | None:
         """Names the AOTInductor packages this cell may build in `dtype`, shared by the rows that run one
         package (the Python, fresh-process and C++ runtimes, strict and non-strict export) when the exported programs
         are the same (harness.execution.builders adds the program's digest); None on rows that build no package."""
-        if self.path.spec.kind not in (Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
+        if self.row.spec.kind not in (Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
             return None
         return f"{self.case}-{self.wrapping.value}-{dtype}"
 
 
-def all_cells(cases: list[str], wrappings: list[Wrapping] | None = None, paths: list[Path] | None = None) -> list[Cell]:
-    return [Cell(c, w, p) for c in cases for w in (wrappings or list(Wrapping)) for p in (paths or list(Path))]
+def all_cells(cases: list[str], wrappings: list[Wrapping] | None = None, rows: list[Row] | None = None) -> list[Cell]:
+    return [Cell(c, w, p) for c in cases for w in (wrappings or list(Wrapping)) for p in (rows or list(Row))]

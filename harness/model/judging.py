@@ -9,7 +9,7 @@ import enum
 from harness.model.columns import Wrapping
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results
-from harness.model.rows import Path
+from harness.model.rows import Row
 
 FAILED = (Outcome.WRONG, Outcome.FAIL, Outcome.CRASH, Outcome.TIMEOUT)
 
@@ -105,9 +105,9 @@ def pass_counts(cells: list[CellResult], traces_into: bool = False) -> tuple[int
     return sum(c.outcome is Outcome.PASS for c in kept), len(kept)
 
 
-def by_path_and_style(cells: list[CellResult]) -> dict[Path, dict[Wrapping, list[CellResult]]]:
+def by_row_and_style(cells: list[CellResult]) -> dict[Row, dict[Wrapping, list[CellResult]]]:
     """The cells by row, then by wrapping style: a chart's entries."""
-    grouped: dict[Path, dict[Wrapping, list[CellResult]]] = {}
+    grouped: dict[Row, dict[Wrapping, list[CellResult]]] = {}
     for cell in cells:
-        grouped.setdefault(cell.path, {}).setdefault(cell.wrapping, []).append(cell)
+        grouped.setdefault(cell.row, {}).setdefault(cell.wrapping, []).append(cell)
     return grouped

@@ -9,7 +9,7 @@ from typing import Any
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import HarnessError, first_line
-from harness.model.rows import Path
+from harness.model.rows import Row
 
 
 class Outcome(str, enum.Enum):
@@ -106,7 +106,7 @@ class Memory:
 
 @dataclass
 class CellResult:
-    """What one cell gave. Built only as CellResult(cell, outcome, ...); its case, wrapping and path are the cell's."""
+    """What one cell gave. Built only as CellResult(cell, outcome, ...); its case, wrapping and row are the cell's."""
 
     cell: Cell
     outcome: Outcome
@@ -144,14 +144,14 @@ class CellResult:
         return self.cell.wrapping
 
     @property
-    def path(self) -> Path:
-        return self.cell.path
+    def row(self) -> Row:
+        return self.cell.row
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         cell = data.pop("cell")
         # The file keeps the id's parts beside it, so a reader without this harness can group cells.
-        head = {"cell": cell.id, "case": cell.case, "wrapping": cell.wrapping.value, "path": cell.path.value}
+        head = {"cell": cell.id, "case": cell.case, "wrapping": cell.wrapping.value, "row": cell.row.value}
         data.update(outcome=self.outcome.value, stage=self.stage.value if self.stage else None,
                     timings=asdict(self.timings), memory=asdict(self.memory))
         return {**head, **data}
@@ -159,7 +159,7 @@ class CellResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CellResult:
         """Raises CellIdError for an id this harness does not know (a row or style it lacks)."""
-        data = {k: v for k, v in data.items() if k not in ("case", "wrapping", "path")}
+        data = {k: v for k, v in data.items() if k not in ("case", "wrapping", "row", "path")}
         data["cell"] = Cell.parse(data["cell"])
         data["outcome"] = Outcome(data["outcome"])
         data["stage"] = Stage(data["stage"]) if data.get("stage") else None

@@ -1,6 +1,6 @@
 """The chart's rows: every compile path and capability, one entry each with all of its facts.
 
-Like an OpInfo entry, a `Path` member holds everything the harness needs to know about a row: its kind
+Like an OpInfo entry, a `Row` member holds everything the harness needs to know about a row: its kind
 (which builder makes its artifact, see harness.execution.builders), chart title, export strictness, torch.compile
 options, default timeout, relative cost, whether `--perf` times it, how its examples vary, and where it
 applies. Adding a row is one entry here and, for a new kind, its builder; a unit test fails when an entry
@@ -69,7 +69,7 @@ def _everywhere(case: Any, wrapping: Wrapping) -> str | None:
 
 
 @dataclass(frozen=True, eq=False)
-class Row:
+class RowSpec:
     name: str  # the id's last part and the row's anchor in MATRIX.md
     kind: Kind
     title: str  # as the charts show it
@@ -120,80 +120,80 @@ _TRAIN = dict(timeout_s=600.0, cost=3.0)
 _SUBSYSTEM = dict(timeout_s=300.0, cost=0.5)
 
 
-class Path(str, enum.Enum):
+class Row(str, enum.Enum):
     """The rows, in chart order. Each member's value is its name; `spec` holds its facts."""
 
-    spec: Row
+    spec: RowSpec
 
-    def __new__(cls, spec: Row) -> Path:
+    def __new__(cls, spec: RowSpec) -> Row:
         member = str.__new__(cls, spec.name)
         member._value_ = spec.name
         member.spec = spec
         return member
 
-    EAGER = Row("eager", Kind.EAGER, "eager", **_EAGER, timed=True, examples=Examples.DRAWN)
-    COMPILE_FULLGRAPH = Row("compile_fullgraph", Kind.COMPILE, "torch.compile(fullgraph=True)", **_COMPILE, timed=True,
+    EAGER = RowSpec("eager", Kind.EAGER, "eager", **_EAGER, timed=True, examples=Examples.DRAWN)
+    COMPILE_FULLGRAPH = RowSpec("compile_fullgraph", Kind.COMPILE, "torch.compile(fullgraph=True)", **_COMPILE, timed=True,
                             examples=Examples.DRAWN, compile_options=_options(fullgraph=True))
-    COMPILE_DEFAULT = Row("compile_default", Kind.COMPILE, "torch.compile (graph breaks allowed)", **_COMPILE, timed=True,
+    COMPILE_DEFAULT = RowSpec("compile_default", Kind.COMPILE, "torch.compile (graph breaks allowed)", **_COMPILE, timed=True,
                           examples=Examples.DRAWN, compile_options=_options())
-    COMPILE_DYNAMIC = Row("compile_dynamic", Kind.COMPILE, "torch.compile(dynamic=True)", **_COMPILE, timed=True,
+    COMPILE_DYNAMIC = RowSpec("compile_dynamic", Kind.COMPILE, "torch.compile(dynamic=True)", **_COMPILE, timed=True,
                           examples=Examples.DRAWN, compile_options=_options(dynamic=True))
-    COMPILE_UNBACKED = Row("compile_unbacked", Kind.COMPILE, "torch.compile(fullgraph=True), batch unbacked (mark_unbacked)",
+    COMPILE_UNBACKED = RowSpec("compile_unbacked", Kind.COMPILE, "torch.compile(fullgraph=True), batch unbacked (mark_unbacked)",
                            **_COMPILE, timed=True, examples=Examples.DRAWN, compile_options=_options(fullgraph=True), unbacked=True)
-    EXPORT_STRICT = Row("export_strict", Kind.EXPORT, "torch.export(strict=True)", **_EXPORT, timed=True,
+    EXPORT_STRICT = RowSpec("export_strict", Kind.EXPORT, "torch.export(strict=True)", **_EXPORT, timed=True,
                         examples=Examples.BATCH, strict=True)
-    EXPORT_NONSTRICT = Row("export_nonstrict", Kind.EXPORT, "torch.export(strict=False)", **_EXPORT, timed=True,
+    EXPORT_NONSTRICT = RowSpec("export_nonstrict", Kind.EXPORT, "torch.export(strict=False)", **_EXPORT, timed=True,
                            examples=Examples.BATCH, strict=False)
-    AOTI_STRICT = Row("aoti_strict", Kind.AOTI, "AOTInductor (from strict export)", **_AOTI, timed=True,
+    AOTI_STRICT = RowSpec("aoti_strict", Kind.AOTI, "AOTInductor (from strict export)", **_AOTI, timed=True,
                       examples=Examples.BATCH, strict=True)
-    AOTI_NONSTRICT = Row("aoti_nonstrict", Kind.AOTI, "AOTInductor (from non-strict export)", **_AOTI, timed=True,
+    AOTI_NONSTRICT = RowSpec("aoti_nonstrict", Kind.AOTI, "AOTInductor (from non-strict export)", **_AOTI, timed=True,
                          examples=Examples.BATCH, strict=False)
-    AOTI_CPP_STRICT = Row("aoti_cpp_strict", Kind.AOTI_CPP, "AOTInductor run from C++, no Python (strict export)", **_AOTI_CPP,
+    AOTI_CPP_STRICT = RowSpec("aoti_cpp_strict", Kind.AOTI_CPP, "AOTInductor run from C++, no Python (strict export)", **_AOTI_CPP,
                           timed=False, examples=Examples.BATCH, strict=True)
-    AOTI_CPP_NONSTRICT = Row("aoti_cpp_nonstrict", Kind.AOTI_CPP, "AOTInductor run from C++, no Python (non-strict export)",
+    AOTI_CPP_NONSTRICT = RowSpec("aoti_cpp_nonstrict", Kind.AOTI_CPP, "AOTInductor run from C++, no Python (non-strict export)",
                              **_AOTI_CPP, timed=False, examples=Examples.BATCH, strict=False)
-    AOTI_FRESH_NONSTRICT = Row("aoti_fresh_nonstrict", Kind.AOTI_FRESH,
+    AOTI_FRESH_NONSTRICT = RowSpec("aoti_fresh_nonstrict", Kind.AOTI_FRESH,
                                "AOTInductor run in a fresh Python process that never imported the case (non-strict export)",
                                **_AOTI_FRESH, timed=False, examples=Examples.BATCH, strict=False)
     # The paths production uses beyond the tutorial's.
-    COMPILE_CUDAGRAPHS = Row("compile_cudagraphs", Kind.COMPILE, 'torch.compile(mode="reduce-overhead"), CUDA graphs', **_COMPILE,
+    COMPILE_CUDAGRAPHS = RowSpec("compile_cudagraphs", Kind.COMPILE, 'torch.compile(mode="reduce-overhead"), CUDA graphs', **_COMPILE,
                              timed=True, examples=Examples.DRAWN, compile_options=_options(mode="reduce-overhead"), replays=3,
                              needs_cuda="CUDA graphs need a CUDA device")
-    COMPILE_MAX_AUTOTUNE = Row("compile_max_autotune", Kind.COMPILE, 'torch.compile(mode="max-autotune", fullgraph=True)',
+    COMPILE_MAX_AUTOTUNE = RowSpec("compile_max_autotune", Kind.COMPILE, 'torch.compile(mode="max-autotune", fullgraph=True)',
                                timeout_s=900.0, cost=4.0, timed=True, examples=Examples.DRAWN,
                                compile_options=_options(mode="max-autotune", fullgraph=True))
-    COMPILE_CPP_WRAPPER = Row("compile_cpp_wrapper", Kind.COMPILE, "torch.compile(fullgraph=True), C++ wrapper (cpp_wrapper=True)",
+    COMPILE_CPP_WRAPPER = RowSpec("compile_cpp_wrapper", Kind.COMPILE, "torch.compile(fullgraph=True), C++ wrapper (cpp_wrapper=True)",
                               timeout_s=900.0, cost=6.0, timed=True, examples=Examples.DRAWN,
                               compile_options=_options(fullgraph=True, options={"cpp_wrapper": True}))
-    WARM_CACHE_EDIT = Row("warm_cache_edit", Kind.WARM_CACHE,
+    WARM_CACHE_EDIT = RowSpec("warm_cache_edit", Kind.WARM_CACHE,
                           "torch.compile(fullgraph=True) in a new process on warm caches, after the kernel was edited",
                           timeout_s=900.0, cost=6.0, timed=False, examples=Examples.ONCE, compile_options=_options(fullgraph=True))
     # Training without a compiler costs as eager.
-    TRAIN_EAGER = Row("train_eager", Kind.TRAIN, "training, eager", timeout_s=600.0, cost=1.0, timed=True,
+    TRAIN_EAGER = RowSpec("train_eager", Kind.TRAIN, "training, eager", timeout_s=600.0, cost=1.0, timed=True,
                       examples=Examples.DRAWN, applies=_has_gradient)
-    TRAIN_COMPILE_FULLGRAPH = Row("train_compile_fullgraph", Kind.TRAIN, "training, torch.compile(fullgraph=True)", **_TRAIN,
+    TRAIN_COMPILE_FULLGRAPH = RowSpec("train_compile_fullgraph", Kind.TRAIN, "training, torch.compile(fullgraph=True)", **_TRAIN,
                                   timed=True, examples=Examples.DRAWN, compile_options=_options(fullgraph=True), applies=_has_gradient)
-    TRAIN_COMPILE_DEFAULT = Row("train_compile_default", Kind.TRAIN, "training, torch.compile", **_TRAIN, timed=True,
+    TRAIN_COMPILE_DEFAULT = RowSpec("train_compile_default", Kind.TRAIN, "training, torch.compile", **_TRAIN, timed=True,
                                 examples=Examples.DRAWN, compile_options=_options(), applies=_has_gradient)
-    OPCHECK = Row("opcheck", Kind.SUBSYSTEM, "torch.library.opcheck", **_SUBSYSTEM, timed=False, examples=Examples.ONCE,
+    OPCHECK = RowSpec("opcheck", Kind.SUBSYSTEM, "torch.library.opcheck", **_SUBSYSTEM, timed=False, examples=Examples.ONCE,
                   applies=_is_operator)
-    FLOP_COUNTER = Row("flop_counter", Kind.SUBSYSTEM, "FlopCounterMode", **_SUBSYSTEM, timed=False, examples=Examples.DRAWN,
+    FLOP_COUNTER = RowSpec("flop_counter", Kind.SUBSYSTEM, "FlopCounterMode", **_SUBSYSTEM, timed=False, examples=Examples.DRAWN,
                        applies=_counts_flops, outputs=("the flop count",))
-    CPU_FALLBACK = Row("cpu_fallback", Kind.SUBSYSTEM, "CPU fallback (CPU tensors)", **_SUBSYSTEM, timed=False,
+    CPU_FALLBACK = RowSpec("cpu_fallback", Kind.SUBSYSTEM, "CPU fallback (CPU tensors)", **_SUBSYSTEM, timed=False,
                        examples=Examples.DRAWN, device="cpu")
-    TENSOR_SUBCLASS = Row("tensor_subclass", Kind.SUBSYSTEM, "tensor subclass (TwoTensor)", **_SUBSYSTEM, timed=False,
+    TENSOR_SUBCLASS = RowSpec("tensor_subclass", Kind.SUBSYSTEM, "tensor subclass (TwoTensor)", **_SUBSYSTEM, timed=False,
                           examples=Examples.DRAWN, outputs=("the result's .a", "the result's .b"))
 
 
 def parse_timeouts(values: list[str]) -> dict[str, float]:
-    """`--cell-timeout` values: "S" for every cell, or "ROW=S" with ROW a path (aoti_strict) or a kind
+    """`--cell-timeout` values: "S" for every cell, or "ROW=S" with ROW a row (aoti_strict) or a kind
     (aoti: both AOTInductor rows). Raises UsageError naming what to fix."""
-    names = {p.value for p in Path} | {k.value for k in Kind}
+    names = {p.value for p in Row} | {k.value for k in Kind}
     chosen: dict[str, float] = {}
     for value in values:
         row, _, seconds = value.rpartition("=")
         if row and row not in names:
-            raise UsageError(f"--cell-timeout {value!r}: unknown row {row!r}; give a path ({', '.join(p.value for p in Path)}) "
+            raise UsageError(f"--cell-timeout {value!r}: unknown row {row!r}; give a row ({', '.join(p.value for p in Row)}) "
                              f"or a kind ({', '.join(k.value for k in Kind)})")
         try:
             chosen[row or "*"] = float(seconds)
@@ -202,9 +202,9 @@ def parse_timeouts(values: list[str]) -> dict[str, float]:
     return chosen
 
 
-def timeout_for(path: Path, chosen: dict[str, float]) -> float:
-    """A cell's limit: its path's, else its kind's, else every cell's, else the row's default."""
-    for name in (path.value, path.spec.kind.value, "*"):
+def timeout_for(row: Row, chosen: dict[str, float]) -> float:
+    """A cell's limit: its row's, else its kind's, else every cell's, else the row's default."""
+    for name in (row.value, row.spec.kind.value, "*"):
         if name in chosen:
             return chosen[name]
-    return path.spec.timeout_s
+    return row.spec.timeout_s

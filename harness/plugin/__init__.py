@@ -34,7 +34,7 @@ from harness.model.cell import Cell, all_cells
 from harness.model.columns import Wrapping
 from harness.model.errors import ResultsError, UsageError
 from harness.model.outcome import CellResult, Outcome
-from harness.model.rows import Path, parse_timeouts, timeout_for
+from harness.model.rows import Row, parse_timeouts, timeout_for
 from harness.model.settings import DEFAULT_PROFILE, INTERPRETER_PROFILE, PROFILES, Settings
 from harness.plugin import estimate, shard
 from harness.runner import INDUCTOR_CACHE, Runner, runner_env, runner_threads
@@ -208,7 +208,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not requested(config):
         return
     cases = loaded(config).cases
-    rows = list(Path)
+    rows = list(Row)
 
     expected = expected_costs(config)
 
@@ -221,7 +221,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # runtimes; strict and non-strict export when they give the same program) then start a row apart, the
         # package built by the first while the others are still queued, not side by side with one waiting.
         # In a row, the controls first: a cell that fails where its control failed is shown as ENV.
-        return (-(expected(cell) + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.path),
+        return (-(expected(cell) + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.row),
                 cell.wrapping is not Wrapping.CONTROL)
 
     items.sort(key=cost)
@@ -265,7 +265,7 @@ def expected_costs(config: pytest.Config, measured: Callable[[Cell], float | Non
         found = measured(cell)
         if found is None:
             found = estimate.cell_seconds(cell, mode, profile, cases)
-        return cell.path.spec.cost if found is None else found
+        return cell.row.spec.cost if found is None else found
 
     return cost
 
@@ -343,7 +343,7 @@ class MatrixWorker:
         config = self.config
         settings = Settings(**PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
                             packages=run_packages(config), caches=run_caches(config))
-        timeout = timeout_for(cell.path, parse_timeouts(config.getoption("cell_timeout")))
+        timeout = timeout_for(cell.row, parse_timeouts(config.getoption("cell_timeout")))
         result = self.runner.run(cell, settings, timeout)
         result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         item.user_properties += [(OUTCOME_PROPERTY, result.outcome.value), (STAGE_PROPERTY, result.stage.value if result.stage else ""),

@@ -53,7 +53,7 @@ def row_seconds(results: Any) -> dict[str, float]:
     cell was skipped there (CUDA graphs on the interpreter)."""
     by_row: dict[str, list[float]] = {}
     for cell in results.cells:
-        times = by_row.setdefault(cell.path.value, [])
+        times = by_row.setdefault(cell.row.value, [])
         if cell.outcome is not Outcome.SKIPPED and cell.timings.work > 0:
             times.append(cell.timings.work)
     return {row: round(sum(times) / len(times), 2) if times else 0.0 for row, times in sorted(by_row.items())}
@@ -87,9 +87,9 @@ def cell_seconds(cell: Any, mode: str, profile: str, cases: dict[str, Any]) -> f
         return None
     settings = PROFILES[profile]
     case = cases.get(cell.case)
-    if cell.path.value in settings.get("limited_rows", ()) and case is not None and settings.get("limited_rows_tag") not in case.tags:
+    if cell.row.value in settings.get("limited_rows", ()) and case is not None and settings.get("limited_rows_tag") not in case.tags:
         return SKIPPED_CELL_S
-    return seconds.get(cell.path.value, sum(seconds.values()) / len(seconds))
+    return seconds.get(cell.row.value, sum(seconds.values()) / len(seconds))
 
 
 def expected_seconds(plan: Plan, profile: str | None = None) -> float | None:
@@ -122,7 +122,7 @@ def announce(plan: Plan) -> str:
     part = "" if len(plan.cells) == plan.all_cells else f" (of the {plan.all_cells} its cases make)"
     if plan.shard is not None:
         part = f" (shard {plan.shard}: this runner's part of the {plan.all_cells} its cases make)"
-    rows, styles = len({c.path for c in plan.cells}), len({c.wrapping for c in plan.cells})
+    rows, styles = len({c.row for c in plan.cells}), len({c.wrapping for c in plan.cells})
     lines = [f"{len(plan.cells)} cells{part}: {_count(len(plan.cases), 'case')} from {', '.join(plan.specs)} x "
              f"{_count(styles, 'wrapping style')} x {_count(rows, 'row')}, {where}, {_count(plan.workers, 'worker')}; "
              f"reports to {plan.report_dir}"]

@@ -86,6 +86,6 @@ def costs_from(results: object) -> Callable[[Cell], float | None]:
     rows = row_seconds(results)
 
     def cost(cell: Cell) -> float | None:
-        return work.get(cell) or rows.get(cell.path.value) or None
+        return work.get(cell) or rows.get(cell.row.value) or None
 
     return cost

@@ -94,7 +94,7 @@ def figures(results: Results, wall_s: float) -> Figures:
         ))
     rows: dict[str, RowFigures] = {}
     for c in cells:
-        row = rows.setdefault(c.cell.path.value, RowFigures(c.cell.path.value, 0, 0.0, 0.0, {}))
+        row = rows.setdefault(c.cell.row.value, RowFigures(c.cell.row.value, 0, 0.0, 0.0, {}))
         row.cells, row.work_s, row.cpu_s = row.cells + 1, row.work_s + c.timings.work, row.cpu_s + c.timings.cpu
         for stage, seconds in c.timings.stages.items():
             row.stages[stage] = row.stages.get(stage, 0.0) + seconds

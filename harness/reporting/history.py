@@ -18,10 +18,10 @@ from harness.model import results as results_file
 from harness.model.cell import Cell
 from harness.model.columns import STYLES, Wrapping
 from harness.model.errors import ResultsError
-from harness.model.judging import Verdict, by_path_and_style, judged, pass_counts, verdict
+from harness.model.judging import Verdict, by_row_and_style, judged, pass_counts, verdict
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import SAME_ENVIRONMENT, Results, merge
-from harness.model.rows import Path
+from harness.model.rows import Row
 from harness.model.settings import DEFAULT_PROFILE
 from harness.reporting import diff
 
@@ -145,9 +145,9 @@ def steps(chart_columns: list[Column]) -> list[Step]:
 
 def chart(chart_columns: list[Column]) -> str:
     """A row per compile path, a column per environment; each entry says how every style fared there."""
-    grouped = [by_path_and_style(column.results.cells) for column in chart_columns]
-    rows = [[path.spec.title, *[_entry(by_path.get(path)) for by_path in grouped]]
-            for path in Path if any(path in by_path for by_path in grouped)]
+    grouped = [by_row_and_style(column.results.cells) for column in chart_columns]
+    rows = [[row.spec.title, *[_entry(by_row.get(row)) for by_row in grouped]]
+            for row in Row if any(row in by_row for by_row in grouped)]
     return tabulate(rows, headers=["row", *[column.heading for column in chart_columns]], tablefmt="github")
 
 

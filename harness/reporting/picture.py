@@ -28,7 +28,7 @@ from harness.model.columns import Wrapping
 from harness.model.errors import CellIdError
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
-from harness.model.rows import Path
+from harness.model.rows import Row
 
 FILENAME = "matrix.png"
 INSTALL = 'pip install "triton-compat-matrix[picture]"'
@@ -120,7 +120,7 @@ class Layout:
     bottom (by name, as MATRIX.md lists them), its rows left to right (in chart order)."""
 
     cases: tuple[str, ...]
-    paths: tuple[Path, ...]
+    rows: tuple[Row, ...]
     wrappings: tuple[Wrapping, ...]
     label_px: int  # room left of each panel for the case names
     tick_px: int  # room below each panel for the row names, written upwards
@@ -131,23 +131,23 @@ class Layout:
         """The cases, rows and styles the results hold, cells that never reported included."""
         cells = [c.cell for c in results.cells] + _missing_cells(results)
         cases = tuple(sorted({c.case for c in cells}))
-        paths = tuple(p for p in Path if p in {c.path for c in cells})
+        rows = tuple(p for p in Row if p in {c.row for c in cells})
         wrappings = tuple(w for w in Wrapping if w in {c.wrapping for c in cells})
         counts = f"{len(results.cells)} cells reported" + (f", {len(results.missing)} not reported" if results.missing else "")
         return cls(
             cases=cases,
-            paths=paths,
+            rows=rows,
             wrappings=wrappings,
             label_px=max((len(case) for case in cases), default=0) * CHAR_PX + 10,
-            tick_px=max((len(p.value) for p in paths), default=0) * CHAR_PX + 10,
-            title=(f"triton-compat-matrix: every cell, {len(cases)} cases x {len(wrappings)} columns x {len(paths)} rows",
+            tick_px=max((len(p.value) for p in rows), default=0) * CHAR_PX + 10,
+            title=(f"triton-compat-matrix: every cell, {len(cases)} cases x {len(wrappings)} columns x {len(rows)} rows",
                    f"{_environment(results)}: {counts}"),
         )
 
     @property
     def grid(self) -> tuple[int, int]:
         """One panel's squares, in pixels: (width, height)."""
-        return len(self.paths) * SQUARE, len(self.cases) * SQUARE
+        return len(self.rows) * SQUARE, len(self.cases) * SQUARE
 
     @property
     def slot(self) -> tuple[int, int]:
@@ -187,7 +187,7 @@ class Layout:
 
     def square(self, cell: Cell) -> Box:
         panel = self.panel(cell.wrapping)
-        return Box(panel.left + self.paths.index(cell.path) * SQUARE, panel.top + self.cases.index(cell.case) * SQUARE,
+        return Box(panel.left + self.rows.index(cell.row) * SQUARE, panel.top + self.cases.index(cell.case) * SQUARE,
                    SQUARE, SQUARE)
 
 
@@ -197,7 +197,7 @@ def categories(results: Results, layout: Layout) -> dict[Cell, Category]:
     by_cell = results.by_cell()
     missing = set(results.missing)
     return {cell: category(by_cell.get(cell), cell.id in missing)
-            for cell in (Cell(case, w, p) for w in layout.wrappings for case in layout.cases for p in layout.paths)}
+            for cell in (Cell(case, w, p) for w in layout.wrappings for case in layout.cases for p in layout.rows)}
 
 
 def _environment(results: Results) -> str:
@@ -251,14 +251,14 @@ def draw(results: Results) -> bytes:
         colours = ListedColormap([c.colour for c in CATEGORIES])
         for wrapping in layout.wrappings:
             panel = layout.panel(wrapping)
-            squares = [[found[Cell(case, wrapping, path)] for path in layout.paths] for case in layout.cases]
+            squares = [[found[Cell(case, wrapping, row)] for row in layout.rows] for case in layout.cases]
             axes = figure.add_axes([*at(panel.left, panel.top + panel.height), panel.width / width, panel.height / height])
             # Unsmoothed squares: each one's inside is exactly its category's colour.
             axes.pcolormesh([[CATEGORIES.index(c) for c in row] for row in squares], cmap=colours, vmin=-0.5,
                             vmax=len(CATEGORIES) - 0.5, edgecolors="white", linewidth=1.5, antialiased=False)
-            axes.set_xlim(0, len(layout.paths))
+            axes.set_xlim(0, len(layout.rows))
             axes.set_ylim(len(layout.cases), 0)  # the first case at the top
-            axes.set_xticks([i + 0.5 for i in range(len(layout.paths))], [p.value for p in layout.paths], rotation=90)
+            axes.set_xticks([i + 0.5 for i in range(len(layout.rows))], [p.value for p in layout.rows], rotation=90)
             axes.set_yticks([i + 0.5 for i in range(len(layout.cases))], list(layout.cases))
             axes.tick_params(length=0, pad=3)
             for spine in axes.spines.values():

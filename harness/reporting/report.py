@@ -12,10 +12,10 @@ from tabulate import tabulate
 from harness.model import results as results_file
 from harness.model.cell import Cell
 from harness.model.columns import STYLES, Wrapping
-from harness.model.judging import FAILED, Verdict, by_path_and_style, counted_cells, judged, label, pass_counts, verdict
+from harness.model.judging import FAILED, Verdict, by_row_and_style, counted_cells, judged, label, pass_counts, verdict
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
-from harness.model.rows import Path
+from harness.model.rows import Row
 from harness.reporting import picture as matrix_picture
 from harness.reporting import tutorial
 from harness.reporting.figures import figures
@@ -83,35 +83,35 @@ def _verdict_text(passed: int, total: int) -> str:
 def tutorial_chart(results: Results) -> tuple[str, list[str]]:
     """The tutorial's chart with every entry measured; returns the table and the disagreements."""
     results = judged(results)
-    index: dict[tuple[Path, Wrapping], list[CellResult]] = defaultdict(list)
+    index: dict[tuple[Row, Wrapping], list[CellResult]] = defaultdict(list)
     for cell in results.cells:
-        index[(cell.path, cell.wrapping)].append(cell)
+        index[(cell.row, cell.wrapping)].append(cell)
     rows, disagreements = [], []
-    for row in tutorial.ROWS:
-        links = ", ".join(f"[{p.value}](MATRIX.md#{p.value})" for p in row.paths)
-        line = [f"{row.title} ({links})"]
+    for question in tutorial.QUESTIONS:
+        links = ", ".join(f"[{p.value}](MATRIX.md#{p.value})" for p in question.rows)
+        line = [f"{question.title} ({links})"]
         for style in STYLES:
-            cells = [c for p in row.paths for c in index.get((p, style), [])]
-            passed, counted = pass_counts(cells, row.traces_into)
+            cells = [c for p in question.rows for c in index.get((p, style), [])]
+            passed, counted = pass_counts(cells, question.traces_into)
             entry = _verdict_text(passed, counted)
-            if row.in_process:
-                only_there = _in_process_only(cells, [c for p in row.in_process for c in index.get((p, style), [])])
+            if question.in_process:
+                only_there = _in_process_only(cells, [c for p in question.in_process for c in index.get((p, style), [])])
                 if only_there:
                     entry += f"; {len(only_there)} more run only in the process that built them"
-            claim = row.claims.get(tutorial.COLUMN_OF[style])
+            claim = question.claims.get(tutorial.COLUMN_OF[style])
             if claim is not None and counted:
                 if tutorial.agrees(claim, passed, counted):
                     entry += f"; tutorial: {claim}"
                 else:
                     entry = f"**{entry}; tutorial says {claim}** ⚠"
                     # the cells that contradict the claim
-                    if row.traces_into:
+                    if question.traces_into:
                         read = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")]
                         shown = [c.cell.id for c in read if (c.kernel_in_graph == "traced") == (claim.lower() == "no")]
                     else:
                         shown = [c.cell.id for c in counted_cells(cells) if (c.outcome is Outcome.PASS) == (claim.lower() == "no")]
                     disagreements.append(
-                        f"- **{row.title}**, {style.title}: tutorial says *{claim}*, measured {_verdict_text(passed, counted)} "
+                        f"- **{question.title}**, {style.title}: tutorial says *{claim}*, measured {_verdict_text(passed, counted)} "
                         f"({links}): {', '.join(f'`{c}`' for c in sorted(shown)[:8])}"
                     )
             line.append(entry)
@@ -139,17 +139,17 @@ def picture_lines(drawn: bool) -> list[str]:
 def support_chart(results: Results, picture_drawn: bool = False) -> str:
     """The chart; `picture_drawn`: whether the matrix's picture lies beside it (see `write`)."""
     results = judged(results)
-    by_path = by_path_and_style(results.cells)
+    by_row = by_row_and_style(results.cells)
     rows = []
-    for path in Path:
-        if path not in by_path:
+    for row in Row:
+        if row not in by_row:
             continue
-        control = by_path[path].get(Wrapping.CONTROL, [])
-        row = [f"[{path.spec.title}](MATRIX.md#{path.value})"]
+        control = by_row[row].get(Wrapping.CONTROL, [])
+        line = [f"[{row.spec.title}](MATRIX.md#{row.value})"]
         for style in STYLES:
-            row.append(_support_entry(by_path[path].get(style, []), path))
-        row.append(_control_entry(control))
-        rows.append(row)
+            line.append(_support_entry(by_row[row].get(style, []), row))
+        line.append(_control_entry(control))
+        rows.append(line)
     headers = ["row", *[s.title for s in STYLES], "control (PyTorch reference)"]
     chart, disagreements = tutorial_chart(results)
     text = [
@@ -193,23 +193,23 @@ def _findings(results: Results) -> list[str]:
     """Where the cases disagree: on each row and style where some cases pass and others do not, the cases on
     the smaller side, gathered by case. A kernel that breaks where the others work (or works where they
     break) is what a reader of the chart most needs to see; each entry links to its row in MATRIX.md."""
-    groups: dict[tuple[Path, Wrapping], list[CellResult]] = defaultdict(list)
+    groups: dict[tuple[Row, Wrapping], list[CellResult]] = defaultdict(list)
     for cell in results.cells:
-        groups[(cell.path, cell.wrapping)].append(cell)
-    odd: dict[tuple[str, str], dict[Path, list[str]]] = defaultdict(lambda: defaultdict(list))  # (case, how) -> row -> styles
-    for path in Path:
+        groups[(cell.row, cell.wrapping)].append(cell)
+    odd: dict[tuple[str, str], dict[Row, list[str]]] = defaultdict(lambda: defaultdict(list))  # (case, how) -> row -> styles
+    for row in Row:
         for style in Wrapping:
-            kept = counted_cells(groups.get((path, style), []))
+            kept = counted_cells(groups.get((row, style), []))
             passed = [c for c in kept if c.outcome is Outcome.PASS]
             failed = [c for c in kept if c.outcome is not Outcome.PASS]
             if not passed or not failed:
                 continue
             if len(failed) <= len(passed):
                 for c in failed:
-                    odd[(c.case, "fails where most cases pass")][path].append(f"{style.title} ({label(c)})")
+                    odd[(c.case, "fails where most cases pass")][row].append(f"{style.title} ({label(c)})")
             else:
                 for c in passed:
-                    odd[(c.case, "passes where most cases fail")][path].append(style.title)
+                    odd[(c.case, "passes where most cases fail")][row].append(style.title)
     if not odd:
         return []
     lines = ["## Findings: where the cases disagree", "",
@@ -217,7 +217,7 @@ def _findings(results: Results) -> list[str]:
              "(every cell and its error is in MATRIX.md):", ""]
     for (case, how), rows in sorted(odd.items()):
         cells = sum(len(styles) for styles in rows.values())
-        where = "; ".join(f"[{path.spec.title}](MATRIX.md#{path.value}): {', '.join(styles)}" for path, styles in rows.items())
+        where = "; ".join(f"[{row.spec.title}](MATRIX.md#{row.value}): {', '.join(styles)}" for row, styles in rows.items())
         lines.append(f"- `{case}` {how}, in {cells} cell{'s' if cells != 1 else ''}: {where}")
     return [*lines, ""]
 
@@ -257,22 +257,22 @@ def speedup(cell: CellResult, by_cell: dict[Cell, CellResult]) -> float | None:
 
 
 def speed_table(cells: list[CellResult]) -> list[list[str]]:
-    """Rows of (path, one geometric-mean speed vs eager per wrapping, over the cases that passed)."""
+    """Rows of (row, one geometric-mean speed vs eager per wrapping, over the cases that passed)."""
     by_cell = {c.cell: c for c in cells}
-    ratios: dict[Path, dict[Wrapping, list[float]]] = defaultdict(lambda: defaultdict(list))
+    ratios: dict[Row, dict[Wrapping, list[float]]] = defaultdict(lambda: defaultdict(list))
     for c in cells:
         ratio = speedup(c, by_cell)
         if ratio is not None:
-            ratios[c.path][c.wrapping].append(ratio)
+            ratios[c.row][c.wrapping].append(ratio)
     rows = []
-    for path in Path:
-        if path not in ratios:
+    for row in Row:
+        if row not in ratios:
             continue
-        row = [path.spec.title]
+        line = [row.spec.title]
         for w in Wrapping:
-            values = ratios[path].get(w)
-            row.append(f"{math.exp(sum(map(math.log, values)) / len(values)):.2f}x ({len(values)})" if values else "")
-        rows.append(row)
+            values = ratios[row].get(w)
+            line.append(f"{math.exp(sum(map(math.log, values)) / len(values)):.2f}x ({len(values)})" if values else "")
+        rows.append(line)
     return rows
 
 
@@ -287,7 +287,7 @@ def _control_entry(control: list[CellResult]) -> str:
     return f"**FAILS ({len(failed)}/{len(control)}): path broken here**: {', '.join(how)}"
 
 
-def _support_entry(cells: list[CellResult], path: Path) -> str:
+def _support_entry(cells: list[CellResult], row: Row) -> str:
     if not cells:
         return ""
     kept = counted_cells(cells)
@@ -303,7 +303,7 @@ def _support_entry(cells: list[CellResult], path: Path) -> str:
         errors = [c for c in cells if c.outcome is Outcome.ERROR and (c.fault or "harness") == fault]
         if errors:
             notes.append(f"{len(errors)} {fault} error{'s' if len(errors) > 1 else ''}")
-    if path is Path.COMPILE_DEFAULT:
+    if row is Row.COMPILE_DEFAULT:
         breaks = sum(c.graph_breaks or 0 for c in passed)
         if breaks:
             notes.append(f"{breaks} graph breaks")
@@ -338,9 +338,9 @@ def timing_lines(results: Results) -> list[str]:
 
 def matrix(results: Results) -> str:
     results = judged(results)
-    by_path: dict[Path, list[CellResult]] = defaultdict(list)
+    by_row: dict[Row, list[CellResult]] = defaultdict(list)
     for cell in results.cells:
-        by_path[cell.path].append(cell)
+        by_row[cell.row].append(cell)
     by_cell = results.by_cell()
     out = ["# Matrix: every cell", "", *_environment_lines(results), ""]
     out.append(
@@ -352,11 +352,11 @@ def matrix(results: Results) -> str:
     timing = timing_lines(results)
     if timing:
         out += ["", "Timing:", "", *timing]
-    for path in Path:
-        cells = by_path.get(path)
+    for row in Row:
+        cells = by_row.get(row)
         if not cells:
             continue
-        out += ["", f'<a id="{path.value}"></a>', f"## {path.spec.title}", ""]
+        out += ["", f'<a id="{row.value}"></a>', f"## {row.spec.title}", ""]
         grid: dict[str, dict[Wrapping, str]] = defaultdict(dict)
         for c in cells:
             ratio = speedup(c, by_cell)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.model.columns import Wrapping
-from harness.model.rows import Path
+from harness.model.rows import Row
 
 SOURCE = "PyTorch tutorial: Using User-Defined Triton Kernels with torch.compile (chart of which API to use)"
 
@@ -20,55 +20,57 @@ COLUMN_OF = {
 
 
 @dataclass(frozen=True)
-class TutorialRow:
+class TutorialQuestion:
+    """A row of the tutorial's chart ("Supports inference"): its published answers and the rows that measure them."""
+
     title: str
-    paths: tuple[Path, ...]  # the measured rows whose cells test this claim
+    rows: tuple[Row, ...]  # the measured rows whose cells test this claim
     claims: dict[str, str]  # tutorial column -> its published answer; empty for rows the tutorial lacks
     traces_into: bool = False  # judged by what the compiled graph holds, not by pass/fail
     # Rows that run the same artifacts in the process that built them: the entry says for how many cases a
-    # style passes there but not on `paths` (a package that loads only where the case's module was imported).
-    in_process: tuple[Path, ...] = ()
+    # style passes there but not on `rows` (a package that loads only where the case's module was imported).
+    in_process: tuple[Row, ...] = ()
 
 
-ROWS = (
-    TutorialRow("Supports inference", (Path.EAGER,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
-    TutorialRow("Supports training", (Path.TRAIN_EAGER,), {RAW: "In the majority of cases", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
-    TutorialRow("Supports torch.compile", (Path.COMPILE_DEFAULT,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
-    TutorialRow(
+QUESTIONS = (
+    TutorialQuestion("Supports inference", (Row.EAGER,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
+    TutorialQuestion("Supports training", (Row.TRAIN_EAGER,), {RAW: "In the majority of cases", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
+    TutorialQuestion("Supports torch.compile", (Row.COMPILE_DEFAULT,), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "Yes"}),
+    TutorialQuestion(
         "Supports torch.compile(fullgraph=True)",
-        (Path.COMPILE_FULLGRAPH,),
+        (Row.COMPILE_FULLGRAPH,),
         {RAW: "In the majority of cases", TRITON_OP: "In the majority of cases", CUSTOM_OP: "In all cases"},
     ),
-    TutorialRow(
+    TutorialQuestion(
         "Does torch.compile trace into the implementation?",
-        (Path.COMPILE_FULLGRAPH,),
+        (Row.COMPILE_FULLGRAPH,),
         {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"},
         traces_into=True,
     ),
-    TutorialRow("Supports AOTInductor", (Path.AOTI_STRICT, Path.AOTI_NONSTRICT), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}),
+    TutorialQuestion("Supports AOTInductor", (Row.AOTI_STRICT, Row.AOTI_NONSTRICT), {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}),
     # Can I deploy it? The same claim, for a package run in a new process that never imported the case, as a
     # serving process loads it; passing only in the process that built it is said beside the entry.
-    TutorialRow("Supports AOTInductor, package run in a fresh Python process (non-strict export)", (Path.AOTI_FRESH_NONSTRICT,),
-                {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}, in_process=(Path.AOTI_NONSTRICT,)),
+    TutorialQuestion("Supports AOTInductor, package run in a fresh Python process (non-strict export)", (Row.AOTI_FRESH_NONSTRICT,),
+                {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"}, in_process=(Row.AOTI_NONSTRICT,)),
     # The same claim, for a package deployed where there is no Python (a C++ server).
-    TutorialRow(
+    TutorialQuestion(
         "Supports AOTInductor, run from C++ without Python",
-        (Path.AOTI_CPP_STRICT, Path.AOTI_CPP_NONSTRICT),
+        (Row.AOTI_CPP_STRICT, Row.AOTI_CPP_NONSTRICT),
         {RAW: "Yes", TRITON_OP: "Yes", CUSTOM_OP: "No"},
     ),
-    TutorialRow(
+    TutorialQuestion(
         "Supports PyTorch subsystems (FlopCounterMode, CPU fallback, tensor subclasses)",
-        (Path.FLOP_COUNTER, Path.CPU_FALLBACK, Path.TENSOR_SUBCLASS),
+        (Row.FLOP_COUNTER, Row.CPU_FALLBACK, Row.TENSOR_SUBCLASS),
         {RAW: "No", TRITON_OP: "Yes", CUSTOM_OP: "Yes"},
     ),
     # Rows the tutorial does not have.
-    TutorialRow("Supports torch.export(strict=True)", (Path.EXPORT_STRICT,), {}),
-    TutorialRow("Supports torch.export(strict=False)", (Path.EXPORT_NONSTRICT,), {}),
-    TutorialRow("Supports AOTInductor from strict export", (Path.AOTI_STRICT,), {}),
-    TutorialRow("Supports AOTInductor from non-strict export", (Path.AOTI_NONSTRICT,), {}),
-    TutorialRow("Supports training under torch.compile", (Path.TRAIN_COMPILE_DEFAULT,), {}),
-    TutorialRow("Supports training under torch.compile(fullgraph=True)", (Path.TRAIN_COMPILE_FULLGRAPH,), {}),
-    TutorialRow("Passes torch.library.opcheck", (Path.OPCHECK,), {}),
+    TutorialQuestion("Supports torch.export(strict=True)", (Row.EXPORT_STRICT,), {}),
+    TutorialQuestion("Supports torch.export(strict=False)", (Row.EXPORT_NONSTRICT,), {}),
+    TutorialQuestion("Supports AOTInductor from strict export", (Row.AOTI_STRICT,), {}),
+    TutorialQuestion("Supports AOTInductor from non-strict export", (Row.AOTI_NONSTRICT,), {}),
+    TutorialQuestion("Supports training under torch.compile", (Row.TRAIN_COMPILE_DEFAULT,), {}),
+    TutorialQuestion("Supports training under torch.compile(fullgraph=True)", (Row.TRAIN_COMPILE_FULLGRAPH,), {}),
+    TutorialQuestion("Passes torch.library.opcheck", (Row.OPCHECK,), {}),
 )
 
 

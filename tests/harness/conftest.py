@@ -6,7 +6,7 @@ import pytest
 
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
-from harness.model.rows import Path
+from harness.model.rows import Row
 from harness.model.settings import Settings
 from harness.runner import Runner, runner_env
 
@@ -23,9 +23,9 @@ def planted_runner():
 
 @pytest.fixture
 def run_planted(planted_runner):
-    def run(case, wrapping="raw", path="eager", timeout=120.0, runner=None, **settings):
+    def run(case, wrapping="raw", row="eager", timeout=120.0, runner=None, **settings):
         runner = runner or planted_runner
-        cell = Cell(case, Wrapping(wrapping), Path(path))
+        cell = Cell(case, Wrapping(wrapping), Row(row))
         return runner.run(cell, Settings(**{"max_examples": 10, **settings}, workdir=runner.workdir), timeout)
 
     return run

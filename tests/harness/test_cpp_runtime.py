@@ -40,17 +40,17 @@ def test_first_error_line_takes_cmakes_reason_from_the_next_line():
 
 def test_a_package_runs_from_cpp_and_one_that_calls_python_fails_there(run_planted, planted_runner, caches, tmp_path):
     shared = dict(caches=caches, packages=str(tmp_path / "packages"))
-    control = run_planted("planted_ok", wrapping="control", path="aoti_cpp_strict", **shared)
+    control = run_planted("planted_ok", wrapping="control", row="aoti_cpp_strict", **shared)
     assert control.outcome is Outcome.PASS, control.message
     assert control.examples_run > 1
 
-    custom = run_planted("planted_ok", wrapping="custom_op", path="aoti_cpp_strict", **shared)
+    custom = run_planted("planted_ok", wrapping="custom_op", row="aoti_cpp_strict", **shared)
     assert custom.outcome is Outcome.FAIL and custom.stage in (Stage.AOT_LOAD, Stage.RUN), custom
     assert "planted_ok" in custom.message, custom.message  # the operator the package cannot find without Python
 
     # The Python runtime's cell of the same key loads the package the C++ cell built, and passes: the
     # package calls back into the Python implementation.
-    in_python = run_planted("planted_ok", wrapping="custom_op", path="aoti_strict", **shared)
+    in_python = run_planted("planted_ok", wrapping="custom_op", row="aoti_strict", **shared)
     assert in_python.outcome is Outcome.PASS, in_python.message
     built = {name for name in os.listdir(planted_runner.workdir) if name.endswith(".pt2")}
     assert "planted_ok-custom_op-aoti_cpp_strict-float32.pt2" in built
@@ -60,7 +60,7 @@ def test_a_package_runs_from_cpp_and_one_that_calls_python_fails_there(run_plant
     assert {name.split(".", 1)[1] for name in packages} == {"lock", "pt2", "targets.json"}
 
     # Non-strict export gives this operator the same program: its cell runs the package strict export's built.
-    nonstrict = run_planted("planted_ok", wrapping="custom_op", path="aoti_nonstrict", **shared)
+    nonstrict = run_planted("planted_ok", wrapping="custom_op", row="aoti_nonstrict", **shared)
     assert nonstrict.outcome is Outcome.PASS, nonstrict.message
     assert sorted(os.listdir(shared["packages"])) == packages
     assert "planted_ok-custom_op-aoti_nonstrict-float32.pt2" not in os.listdir(planted_runner.workdir)

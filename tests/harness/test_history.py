@@ -12,7 +12,7 @@ from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results, save
-from harness.model.rows import Path
+from harness.model.rows import Row
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
@@ -23,7 +23,7 @@ def fingerprint(torch, triton, profile="matrix", commit="0123456789abcdef"):
 
 
 OLDEST, MIDDLE, NEWEST = fingerprint("2.10.0", "3.5.0"), fingerprint("2.11.0", "3.6.0", "quick"), fingerprint("2.12.0", "3.7.0")
-CASES, PATHS = ("add", "sin"), (Path.EAGER, Path.COMPILE_FULLGRAPH)
+CASES, ROWS = ("add", "sin"), (Row.EAGER, Row.COMPILE_FULLGRAPH)
 
 BREAKS = "add-triton_op-compile_fullgraph"  # passes, fails in the middle environment, passes again in the newest
 SKIPPED = "sin-raw-compile_fullgraph"  # passes, skipped by the middle environment's profile, passes again
@@ -32,12 +32,12 @@ ALWAYS_FAILS = "add-raw-compile_fullgraph"
 
 
 def planted(where, changes):
-    """A run of every case, style and path that passes but for the cells changed."""
+    """A run of every case, style and row that passes but for the cells changed."""
     cells = []
     for case in CASES:
         for style in Wrapping:
-            for path in PATHS:
-                cell = Cell(case, style, path)
+            for row in ROWS:
+                cell = Cell(case, style, row)
                 cells.append(CellResult(cell, **{"outcome": Outcome.PASS, **changes.get(cell.id, {})}))
     return Results(fingerprint=where, cells=cells)
 
@@ -57,15 +57,15 @@ NEWEST_CHANGES = {FAILS_DIFFERENTLY: fails(Stage.RUN, "RuntimeError", "planted: 
 
 @pytest.fixture
 def runs(tmp_path):
-    """Results files of the three environments, oldest first; the newest split in two files by path, as `-k` splits a run."""
+    """Results files of the three environments, oldest first; the newest split in two files by row, as `-k` splits a run."""
     paths = {}
     for name, where, changes in (("oldest", OLDEST, ALWAYS), ("middle", MIDDLE, {**ALWAYS, **MIDDLE_CHANGES}),
                                  ("newest", NEWEST, {**ALWAYS, **NEWEST_CHANGES})):
         run = planted(where, changes)
         if name == "newest":
-            for part, path in (("eager", Path.EAGER), ("compile", Path.COMPILE_FULLGRAPH)):
+            for part, row in (("eager", Row.EAGER), ("compile", Row.COMPILE_FULLGRAPH)):
                 paths[f"newest-{part}"] = str(tmp_path / f"newest-{part}.json")
-                save(Results(fingerprint=where, cells=[c for c in run.cells if c.path is path]), paths[f"newest-{part}"])
+                save(Results(fingerprint=where, cells=[c for c in run.cells if c.row is row]), paths[f"newest-{part}"])
         else:
             paths[name] = str(tmp_path / f"{name}.json")
             save(run, paths[name])
@@ -101,13 +101,13 @@ def test_each_environment_is_a_column_and_split_files_of_one_environment_share_t
     assert headings == ["(1) torch 2.10.0, Triton 3.5.0, NVIDIA H200, commit 0123456789ab",
                         "(2) torch 2.11.0, Triton 3.6.0, NVIDIA H200, quick profile, commit 0123456789ab",
                         "(3) torch 2.12.0, Triton 3.7.0, NVIDIA H200, commit 0123456789ab"]
-    assert list(entries) == [Path.EAGER.spec.title, Path.COMPILE_FULLGRAPH.spec.title]
-    compiled = entries[Path.COMPILE_FULLGRAPH.spec.title]
+    assert list(entries) == [Row.EAGER.spec.title, Row.COMPILE_FULLGRAPH.spec.title]
+    compiled = entries[Row.COMPILE_FULLGRAPH.spec.title]
     assert compiled[0] == ["raw ◐ 1/2", "raw_autograd ◐ 1/2", "triton_op ✓ 2/2", "custom_op ✓ 2/2", "control ✓ 2/2"]
     # The skipped cell is not counted; the cell that broke is.
     assert compiled[1] == ["raw ✗ 0/1", "raw_autograd ◐ 1/2", "triton_op ◐ 1/2", "custom_op ✓ 2/2", "control ✓ 2/2"]
     assert compiled[2] == compiled[0]
-    assert entries[Path.EAGER.spec.title] == [[f"{style.value} ✓ 2/2" for style in Wrapping]] * 3
+    assert entries[Row.EAGER.spec.title] == [[f"{style.value} ✓ 2/2" for style in Wrapping]] * 3
     legend = flat(out.read_text().split("## Environments")[1].split("## Changes")[0])
     assert f"| results files | `{runs['oldest']}` | `{runs['middle']}` | `{runs['newest-eager']}`, `{runs['newest-compile']}` |" in legend
 
@@ -149,7 +149,7 @@ def test_a_file_of_an_environment_given_earlier_joins_that_column(runs, capsys):
     assert cli(["history", runs["newest-eager"], runs["middle"], runs["newest-compile"]]) == 1
     headings, entries = chart_entries(capsys.readouterr().out)
     assert [h.split(",")[0] for h in headings] == ["(1) torch 2.12.0", "(2) torch 2.11.0"]
-    assert entries[Path.COMPILE_FULLGRAPH.spec.title][0][2] == "triton_op ✓ 2/2"  # the later file's cells are in column 1
+    assert entries[Row.COMPILE_FULLGRAPH.spec.title][0][2] == "triton_op ✓ 2/2"  # the later file's cells are in column 1
 
 
 def test_runs_of_one_environment_under_two_profiles_are_two_columns(tmp_path, capsys):

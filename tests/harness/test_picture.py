@@ -66,8 +66,8 @@ def test_each_square_has_the_colour_of_its_cells_outcome_where_the_layout_puts_i
     layout = picture.Layout.of(results)
     image = Image.open(io.BytesIO(picture.draw(results))).convert("RGB")
     assert image.size == layout.size
-    assert layout.cases == ("alpha", "beta", "gamma") and [p.value for p in layout.paths] == ["eager", "compile_fullgraph", "aoti_strict"]
-    squares = {Cell(case, wrapping, path) for wrapping in layout.wrappings for case in layout.cases for path in layout.paths}
+    assert layout.cases == ("alpha", "beta", "gamma") and [p.value for p in layout.rows] == ["eager", "compile_fullgraph", "aoti_strict"]
+    squares = {Cell(case, wrapping, row) for wrapping in layout.wrappings for case in layout.cases for row in layout.rows}
     expected = {Cell.parse(cell_id): category for cell_id, category in EXPECTED.items()}
     expected.update({cell: picture.NOT_RUN for cell in squares - set(expected)})  # the control's other squares
     assert {cell: image.getpixel(layout.square(cell).centre) for cell in squares} == {cell: rgb(c.colour) for cell, c in expected.items()}

@@ -44,8 +44,8 @@ def test_unwritten_output_cannot_pass(run_planted):
 
 
 def test_raise_while_traced_fails_at_compile_with_the_users_message(run_planted):
-    assert run_planted("planted_raises_at_trace", path="eager").outcome is Outcome.PASS
-    result = run_planted("planted_raises_at_trace", path="compile_fullgraph")
+    assert run_planted("planted_raises_at_trace", row="eager").outcome is Outcome.PASS
+    result = run_planted("planted_raises_at_trace", row="compile_fullgraph")
     assert result.outcome is Outcome.FAIL
     assert result.stage is Stage.COMPILE
     assert result.error_type == "torch._dynamo.exc.Unsupported"
@@ -124,46 +124,46 @@ def test_unknown_case_is_a_harness_error(run_planted):
 
 def test_a_wrong_backward_is_a_wrong_gradient_in_every_style_that_uses_it(run_planted):
     for style in ("raw_autograd", "triton_op", "custom_op"):
-        result = run_planted("planted_wrong_backward", wrapping=style, path="train_eager")
+        result = run_planted("planted_wrong_backward", wrapping=style, row="train_eager")
         assert result.outcome is Outcome.WRONG, style
         assert result.message.startswith("gradient of input 'x' differs from the reference"), style
         assert math.isclose(result.max_error, 1.0, rel_tol=1e-6), style
-    assert run_planted("planted_ok", wrapping="triton_op", path="train_eager").outcome is Outcome.PASS
+    assert run_planted("planted_ok", wrapping="triton_op", row="train_eager").outcome is Outcome.PASS
 
 
 def test_a_raw_kernel_without_autograd_loses_gradients_and_is_reported_wrong(run_planted):
-    result = run_planted("planted_ok", wrapping="raw", path="train_eager")
+    result = run_planted("planted_ok", wrapping="raw", row="train_eager")
     assert result.outcome is Outcome.WRONG
     assert "missing (None)" in result.message and "cut off from the autograd graph" in result.message
-    assert run_planted("planted_ok", wrapping="raw_autograd", path="train_eager").outcome is Outcome.PASS
+    assert run_planted("planted_ok", wrapping="raw_autograd", row="train_eager").outcome is Outcome.PASS
 
 
 def test_a_wrong_flop_formula_is_caught_against_the_references_own_count(run_planted):
-    result = run_planted("planted_wrong_flops", wrapping="triton_op", path="flop_counter")
+    result = run_planted("planted_wrong_flops", wrapping="triton_op", row="flop_counter")
     assert result.outcome is Outcome.WRONG
     assert "the flop count differs from the reference" in result.message
     assert "256 where the reference has 512" in result.message  # M=1: 1*16*16 declared, 2*1*16*16 true
-    raw = run_planted("planted_wrong_flops", wrapping="raw", path="flop_counter")
+    raw = run_planted("planted_wrong_flops", wrapping="raw", row="flop_counter")
     assert raw.outcome is Outcome.WRONG and "0 where the reference has" in raw.message
-    assert run_planted("planted_wrong_flops", wrapping="control", path="flop_counter").outcome is Outcome.SKIPPED
+    assert run_planted("planted_wrong_flops", wrapping="control", row="flop_counter").outcome is Outcome.SKIPPED
 
 
 def test_traced_or_opaque_is_read_off_the_compiled_graph(run_planted):
-    assert run_planted("planted_ok", wrapping="custom_op", path="compile_fullgraph").kernel_in_graph == "opaque"
-    assert run_planted("planted_ok", wrapping="control", path="compile_fullgraph").kernel_in_graph == "absent"
+    assert run_planted("planted_ok", wrapping="custom_op", row="compile_fullgraph").kernel_in_graph == "opaque"
+    assert run_planted("planted_ok", wrapping="control", row="compile_fullgraph").kernel_in_graph == "absent"
     if torch.cuda.is_available():  # the interpreter's kernels cannot be traced at all
-        assert run_planted("planted_ok", wrapping="triton_op", path="compile_fullgraph").kernel_in_graph == "traced"
-        assert run_planted("planted_ok", wrapping="raw", path="compile_fullgraph").kernel_in_graph == "traced"
+        assert run_planted("planted_ok", wrapping="triton_op", row="compile_fullgraph").kernel_in_graph == "traced"
+        assert run_planted("planted_ok", wrapping="raw", row="compile_fullgraph").kernel_in_graph == "traced"
 
 
 def test_subsystem_rows_say_how_a_raw_kernel_fails_them(run_planted):
-    subclass = run_planted("planted_ok", wrapping="raw", path="tensor_subclass")
+    subclass = run_planted("planted_ok", wrapping="raw", row="tensor_subclass")
     assert subclass.outcome is Outcome.FAIL and subclass.stage is Stage.RUN
-    assert run_planted("planted_ok", wrapping="custom_op", path="tensor_subclass").outcome is Outcome.PASS
+    assert run_planted("planted_ok", wrapping="custom_op", row="tensor_subclass").outcome is Outcome.PASS
     # Several outputs: each must come back a TwoTensor, and each half is checked.
-    assert run_planted("planted_two_outputs", wrapping="custom_op", path="tensor_subclass").outcome is Outcome.PASS
-    assert run_planted("planted_ok", wrapping="custom_op", path="opcheck").outcome is Outcome.PASS
-    assert run_planted("planted_ok", wrapping="raw", path="opcheck").outcome is Outcome.SKIPPED
+    assert run_planted("planted_two_outputs", wrapping="custom_op", row="tensor_subclass").outcome is Outcome.PASS
+    assert run_planted("planted_ok", wrapping="custom_op", row="opcheck").outcome is Outcome.PASS
+    assert run_planted("planted_ok", wrapping="raw", row="opcheck").outcome is Outcome.SKIPPED
 
 
 def test_a_profile_that_checks_fewer_dtypes_says_which_it_left_out(run_planted):
@@ -235,14 +235,14 @@ def test_runners_split_the_cpu_cores_between_pytest_workers(tmp_path, monkeypatc
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="Triton's interpreter runs kernels only without a GPU")
 def test_on_the_interpreter_a_raw_launch_under_compile_is_left_out_with_the_probes_answer_and_fullgraph_still_runs(run_planted):
-    left_out = run_planted("planted_ok", wrapping="raw", path="compile_default")
+    left_out = run_planted("planted_ok", wrapping="raw", row="compile_default")
     assert left_out.outcome is Outcome.SKIPPED
     assert left_out.message.startswith("Triton's interpreter runs this kernel, and torch.compile() cannot run an interpreted launch here "
                                        "(probed once a run with a trivial kernel: "), left_out.message
-    assert run_planted("planted_ok", wrapping="raw_autograd", path="compile_dynamic").message.startswith(
+    assert run_planted("planted_ok", wrapping="raw_autograd", row="compile_dynamic").message.startswith(
         "Triton's interpreter runs this kernel, and torch.compile(dynamic=True) cannot run")
-    assert run_planted("planted_ok", wrapping="control", path="compile_default").outcome is Outcome.PASS
-    traced = run_planted("planted_raises_at_trace", path="compile_fullgraph")  # Dynamo stops at the launch: the cell runs
+    assert run_planted("planted_ok", wrapping="control", row="compile_default").outcome is Outcome.PASS
+    traced = run_planted("planted_raises_at_trace", row="compile_fullgraph")  # Dynamo stops at the launch: the cell runs
     assert (traced.outcome, traced.stage) == (Outcome.FAIL, Stage.COMPILE)
 
 
@@ -269,20 +269,20 @@ def test_strict_export_sees_each_style_called_as_users_call_it(run_planted, styl
     # 2.11, a module holding the Function's bound `apply` (the calling shape this replaced) failed strict export
     # ("GetAttrVariable(AutogradFunctionVariable(), setup_context) has no type"); through a function calling
     # Fn.apply(x), as users call it, it passes.
-    for path in ("export_strict", "train_eager"):
-        result = run_planted("planted_traceable", wrapping=style, path=path)
-        assert result.outcome is Outcome.PASS, (path, result.stage, result.message)
+    for row in ("export_strict", "train_eager"):
+        result = run_planted("planted_traceable", wrapping=style, row=row)
+        assert result.outcome is Outcome.PASS, (row, result.stage, result.message)
 
 
 def test_an_output_inductor_cannot_fill_under_an_unbacked_size_is_allocated_as_written_and_the_cell_says_so(run_planted):
     # A full_like of a transposed layout with an unbacked batch fails Inductor's constant folding (it guards on the
     # unbacked size); the user's torch.empty_like compiles. The poison must not be what fails the cell.
-    result = run_planted("planted_transposed_output", wrapping="raw", path="compile_unbacked")
+    result = run_planted("planted_transposed_output", wrapping="raw", row="compile_unbacked")
     assert result.outcome is Outcome.PASS, (result.stage, result.message)
     assert any(u.startswith("unwritten elements of an output whose layout its sizes leave undecided") for u in result.unchecked), result.unchecked
-    for path in ("eager", "export_strict"):  # poisoned as ever where the sizes decide the layout (a backed batch here)
-        other = run_planted("planted_transposed_output", wrapping="raw", path=path)
-        assert other.outcome is Outcome.PASS and other.unchecked == [], (path, other.message, other.unchecked)
+    for row in ("eager", "export_strict"):  # poisoned as ever where the sizes decide the layout (a backed batch here)
+        other = run_planted("planted_transposed_output", wrapping="raw", row=row)
+        assert other.outcome is Outcome.PASS and other.unchecked == [], (row, other.message, other.unchecked)
 
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="the interpreter's kernels cannot be compiled into a graph")
@@ -290,43 +290,43 @@ needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="the interp
 
 @needs_gpu
 def test_a_float_scalar_compiled_as_fp64_is_a_degradation_of_a_passing_cell(run_planted):
-    result = run_planted("planted_fp64_scalar", wrapping="raw", path="compile_fullgraph")
+    result = run_planted("planted_fp64_scalar", wrapping="raw", row="compile_fullgraph")
     assert result.outcome is Outcome.PASS
     assert any("scale_by_kernel: float scalar alpha compiled as fp64" in d for d in result.degradations), result.degradations
-    assert run_planted("planted_fp64_scalar", wrapping="raw", path="eager").degradations == []
+    assert run_planted("planted_fp64_scalar", wrapping="raw", row="eager").degradations == []
 
 
 @needs_gpu
 def test_a_tensor_the_analysis_marks_written_but_the_kernel_never_writes_is_a_degradation(run_planted):
-    result = run_planted("planted_defeats_mutation_analysis", wrapping="triton_op", path="compile_fullgraph")
+    result = run_planted("planted_defeats_mutation_analysis", wrapping="triton_op", row="compile_fullgraph")
     assert result.outcome is Outcome.PASS
     assert any("mutation analysis marks in_ptr as written, which the kernel does not write" in d for d in result.degradations), \
         result.degradations
-    clean = run_planted("planted_ok", wrapping="triton_op", path="compile_fullgraph")
+    clean = run_planted("planted_ok", wrapping="triton_op", row="compile_fullgraph")
     assert clean.outcome is Outcome.PASS and clean.degradations == []
 
 
 @needs_gpu
 def test_cuda_graphs_skipped_for_a_kernel_that_mutates_its_input_is_a_degradation_with_the_reason(run_planted):
-    result = run_planted("planted_in_place", wrapping="raw", path="compile_cudagraphs")
+    result = run_planted("planted_in_place", wrapping="raw", row="compile_cudagraphs")
     assert result.outcome is Outcome.PASS
     skipped = [d for d in result.degradations if d.startswith("CUDA graphs skipped")]
     assert skipped and "mutat" in skipped[0], result.degradations
-    assert run_planted("planted_ok", wrapping="raw", path="compile_cudagraphs").degradations == []
+    assert run_planted("planted_ok", wrapping="raw", row="compile_cudagraphs").degradations == []
 
 
 @needs_gpu
 def test_a_warm_cache_that_serves_the_kernel_as_it_was_before_an_edit_is_wrong(run_planted):
-    hidden = run_planted("planted_hidden_from_discovery", wrapping="control", path="warm_cache_edit")
+    hidden = run_planted("planted_hidden_from_discovery", wrapping="control", row="warm_cache_edit")
     assert hidden.outcome is Outcome.WRONG
     assert "stale kernel: the warm cache ran copy_kernel as it was before the edit" in hidden.message
     # the harness's triton_op names its kernel in its body: discovery sees it, and the edit reaches the new process
-    assert run_planted("planted_hidden_from_discovery", wrapping="triton_op", path="warm_cache_edit").outcome is Outcome.PASS
-    assert run_planted("planted_hidden_from_discovery", wrapping="raw", path="warm_cache_edit").outcome is Outcome.PASS
+    assert run_planted("planted_hidden_from_discovery", wrapping="triton_op", row="warm_cache_edit").outcome is Outcome.PASS
+    assert run_planted("planted_hidden_from_discovery", wrapping="raw", row="warm_cache_edit").outcome is Outcome.PASS
 
 
 def test_cuda_graph_rows_are_skipped_without_a_cuda_device_and_say_why(run_planted):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    result = run_planted("planted_ok", wrapping="control", path="compile_cudagraphs")
+    result = run_planted("planted_ok", wrapping="control", row="compile_cudagraphs")
     assert result.outcome is Outcome.SKIPPED and "CUDA graphs need a CUDA device" in result.message

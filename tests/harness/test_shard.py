@@ -8,14 +8,14 @@ from harness.model.cell import Cell, all_cells
 from harness.model.errors import UsageError
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
-from harness.model.rows import Path
+from harness.model.rows import Row
 from harness.plugin import shard
 
 CASES = [f"case{n}" for n in range(12)]
 
 
 def row_cost(cell: Cell) -> float:
-    return {Path.AOTI_STRICT: 20.0, Path.AOTI_FRESH_NONSTRICT: 90.0, Path.WARM_CACHE_EDIT: 50.0}.get(cell.path, 3.0)
+    return {Row.AOTI_STRICT: 20.0, Row.AOTI_FRESH_NONSTRICT: 90.0, Row.WARM_CACHE_EDIT: 50.0}.get(cell.row, 3.0)
 
 
 def test_every_cell_lands_in_exactly_one_part_in_the_order_given():
@@ -73,7 +73,7 @@ def test_a_shard_reads_as_k_of_n():
 
 
 def test_costs_from_an_earlier_run_use_each_cells_work_then_its_rows_mean():
-    cells = all_cells(["a"], paths=[Path.EAGER])
+    cells = all_cells(["a"], rows=[Row.EAGER])
     results = []
     for n, cell in enumerate(cells[:2]):
         r = CellResult(cell, Outcome.PASS)
@@ -85,7 +85,7 @@ def test_costs_from_an_earlier_run_use_each_cells_work_then_its_rows_mean():
     assert cost(cells[0]) == 10.0 and cost(cells[1]) == 20.0
     assert cost(cells[2]) == 0.01  # a cell that was skipped there costs what it cost there
     assert cost(cells[3]) == 15.0  # never ran there: its row's mean
-    assert cost(Cell("a", cells[0].wrapping, Path.OPCHECK)) is None  # a row that never ran there: the caller's estimate
+    assert cost(Cell("a", cells[0].wrapping, Row.OPCHECK)) is None  # a row that never ran there: the caller's estimate
 
 
 def _part(index: int, count: int, cells: list[Cell]) -> Results:

@@ -13,7 +13,7 @@ from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.outcome import CellResult, Memory, Outcome, Timings
 from harness.model.results import Results, load
-from harness.model.rows import Path
+from harness.model.rows import Row
 from harness.reporting import figures as speed
 from tests.harness.conftest import PLANTED
 from tests.harness.test_pytest_matrix import ROOT, outcomes, run_matrix
@@ -102,12 +102,12 @@ def test_costliest_cells_are_scheduled_first(tmp_path):
     cases = registry.load().cases
     expected = [estimate.cell_seconds(c, mode, profile, cases) for c in order if c.case == "add"]
     assert expected == sorted(expected, reverse=True), [(c.id, e) for c, e in zip([c for c in order if c.case == "add"], expected)]
-    assert expected[0] == max(estimate.MEASURED[(mode, profile)][p.value] for p in Path if estimate.cell_seconds(
+    assert expected[0] == max(estimate.MEASURED[(mode, profile)][p.value] for p in Row if estimate.cell_seconds(
         Cell("add", Wrapping.RAW, p), mode, profile, cases) != estimate.SKIPPED_CELL_S)
     # In a row, the control first: a style that fails where its control failed is shown as the environment's.
-    for path in Path:
-        row = [c.wrapping for c in order if c.case == "add" and c.path is path]
-        assert not row or row[0] is Wrapping.CONTROL, (path, row)
+    for row in Row:
+        styles = [c.wrapping for c in order if c.case == "add" and c.row is row]
+        assert not styles or styles[0] is Wrapping.CONTROL, (row, styles)
 
 
 def test_a_case_counts_the_configs_its_autotuners_time():

@@ -20,17 +20,17 @@ from harness.model.errors import Mismatch, ResultsError
 from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results, dumps, load, merge, save
-from harness.model.rows import Path
+from harness.model.rows import Row
 from harness.reporting.report import support_chart
 from tests.harness.conftest import PLANTED
 from tests.harness.planted import CASES, _launch_with, copy_kernel
 
 
 def test_cell_ids_round_trip_and_bad_ids_say_what_is_expected():
-    cell = Cell("add_autotuned", Wrapping.TRITON_OP, Path.EXPORT_NONSTRICT)
+    cell = Cell("add_autotuned", Wrapping.TRITON_OP, Row.EXPORT_NONSTRICT)
     assert cell.id == "add_autotuned-triton_op-export_nonstrict"
     assert Cell.parse(cell.id) == cell
-    with pytest.raises(ValueError, match="expected CASE-WRAPPING-PATH"):
+    with pytest.raises(ValueError, match="expected CASE-WRAPPING-ROW"):
         Cell.parse("add-triton_op-export_sideways")
 
 
@@ -317,7 +317,7 @@ def test_scalar_inputs_are_drawn_where_the_artifact_is_made_per_call_and_fixed_w
 
     # What is drawn is checked, not how fast: on a loaded machine the first draw can pass hypothesis's time check.
     @settings(max_examples=60, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(compiled=examples(case, Path.COMPILE_DEFAULT), exported=examples(case, Path.EXPORT_STRICT))
+    @given(compiled=examples(case, Row.COMPILE_DEFAULT), exported=examples(case, Row.EXPORT_STRICT))
     def draw(compiled, exported):
         seen["compile"].add(dict(compiled.scalars)["repeat"])
         seen["export"].add(exported.scalars)
@@ -345,11 +345,11 @@ def test_cell_timeouts_per_row_and_a_clear_error_for_an_unknown_row():
     from harness.model.rows import parse_timeouts, timeout_for
 
     chosen = parse_timeouts(["120", "aoti=1800", "aoti_nonstrict=2400"])
-    assert timeout_for(Path.AOTI_NONSTRICT, chosen) == 2400  # the path beats its kind
-    assert timeout_for(Path.AOTI_STRICT, chosen) == 1800  # the kind beats every cell's
-    assert timeout_for(Path.EAGER, chosen) == 120
-    assert timeout_for(Path.AOTI_STRICT, {}) == Path.AOTI_STRICT.spec.timeout_s == 900
-    with pytest.raises(UsageError, match="unknown row 'aoti_fast'; give a path \\(eager, "):
+    assert timeout_for(Row.AOTI_NONSTRICT, chosen) == 2400  # the row beats its kind
+    assert timeout_for(Row.AOTI_STRICT, chosen) == 1800  # the kind beats every cell's
+    assert timeout_for(Row.EAGER, chosen) == 120
+    assert timeout_for(Row.AOTI_STRICT, {}) == Row.AOTI_STRICT.spec.timeout_s == 900
+    with pytest.raises(UsageError, match="unknown row 'aoti_fast'; give a row \\(eager, "):
         parse_timeouts(["aoti_fast=10"])
     with pytest.raises(UsageError, match="'ten' is not a number of seconds"):
         parse_timeouts(["eager=ten"])
@@ -383,31 +383,31 @@ def test_an_interrupt_while_the_reports_are_written_waits_until_they_are_done():
 
 def test_every_row_holds_every_fact_and_its_kind_has_a_builder():
     from harness.execution import builders
-    from harness.model.rows import Examples, Kind, Row
+    from harness.model.rows import Examples, Kind, RowSpec
 
-    titles = [p.spec.title for p in Path]
+    titles = [p.spec.title for p in Row]
     assert len(set(titles)) == len(titles)
-    for path in Path:
-        assert path.value == path.spec.name == path.name.lower()
-        assert path.spec.kind in builders.BUILDERS, f"{path.value}: no builder for kind {path.spec.kind}"
+    for row in Row:
+        assert row.value == row.spec.name == row.name.lower()
+        assert row.spec.kind in builders.BUILDERS, f"{row.value}: no builder for kind {row.spec.kind}"
     assert set(builders.BUILDERS) == set(Kind)
     with pytest.raises(TypeError, match="row 'compile_fast' lacks torch.compile options"):
-        Row("compile_fast", Kind.COMPILE, "torch.compile, fast", timeout_s=60, cost=1, timed=True, examples=Examples.DRAWN)
+        RowSpec("compile_fast", Kind.COMPILE, "torch.compile, fast", timeout_s=60, cost=1, timed=True, examples=Examples.DRAWN)
     with pytest.raises(TypeError, match="row 'aoti_x' lacks a cost above 0, export strictness"):
-        Row("aoti_x", Kind.AOTI, "AOTInductor x", timeout_s=60, cost=0, timed=True, examples=Examples.BATCH)
+        RowSpec("aoti_x", Kind.AOTI, "AOTInductor x", timeout_s=60, cost=0, timed=True, examples=Examples.BATCH)
 
 
 def test_a_cell_names_its_control_its_speed_baseline_and_its_test():
     cell = Cell.parse("add-triton_op-aoti_cpp_strict")
-    assert cell.control() == Cell("add", Wrapping.CONTROL, Path.AOTI_CPP_STRICT)
-    assert cell.speed_baseline() == Cell("add", Wrapping.RAW, Path.EAGER)
-    assert Cell.parse("add-custom_op-train_compile_default").speed_baseline() == Cell("add", Wrapping.RAW_AUTOGRAD, Path.TRAIN_EAGER)
+    assert cell.control() == Cell("add", Wrapping.CONTROL, Row.AOTI_CPP_STRICT)
+    assert cell.speed_baseline() == Cell("add", Wrapping.RAW, Row.EAGER)
+    assert Cell.parse("add-custom_op-train_compile_default").speed_baseline() == Cell("add", Wrapping.RAW_AUTOGRAD, Row.TRAIN_EAGER)
     assert cell.package_key("float16") == Cell.parse("add-triton_op-aoti_strict").package_key("float16") == "add-triton_op-float16"
     assert Cell.parse("add-triton_op-export_strict").package_key("float16") is None
     # The matrix's node id: its module under pytest's rootdir, or the test alone where the package lies outside it.
-    assert Cell.of_test("harness/plugin/matrix.py::test_cell[add_autotuned-raw-eager]") == Cell("add_autotuned", Wrapping.RAW, Path.EAGER)
-    assert Cell.of_test(".venv/lib/python3.12/site-packages/harness/plugin/matrix.py::test_cell[add-raw-eager]") == Cell("add", Wrapping.RAW, Path.EAGER)
-    assert Cell.of_test("::test_cell[add-raw-eager]") == Cell("add", Wrapping.RAW, Path.EAGER)
+    assert Cell.of_test("harness/plugin/matrix.py::test_cell[add_autotuned-raw-eager]") == Cell("add_autotuned", Wrapping.RAW, Row.EAGER)
+    assert Cell.of_test(".venv/lib/python3.12/site-packages/harness/plugin/matrix.py::test_cell[add-raw-eager]") == Cell("add", Wrapping.RAW, Row.EAGER)
+    assert Cell.of_test("::test_cell[add-raw-eager]") == Cell("add", Wrapping.RAW, Row.EAGER)
     assert Cell.of_test("tests/harness/test_units.py::test_cell_ids_round_trip") is None
     assert Cell.of_test("tests/my_matrix.py::test_cell[add-raw-eager]") is None
     assert Cell.of_test("tests/matrix.py::test_cell[not a cell]") is None  # a test of the same name elsewhere
@@ -683,7 +683,7 @@ def test_the_first_lines_of_a_run_say_what_it_will_do_and_how_long_the_full_prof
     plan = estimate.Plan(cells=all_cells(list(cases)), all_cells=len(all_cells(list(cases))), cases=cases, specs=["harness.cases"],
                          profile="quick", gpu=None, workers=2, report_dir="reports")
     text = estimate.announce(plan)
-    assert text.startswith(f"{len(plan.cells)} cells: {len(cases)} cases from harness.cases x 5 wrapping styles x {len(Path)} rows, "
+    assert text.startswith(f"{len(plan.cells)} cells: {len(cases)} cases from harness.cases x 5 wrapping styles x {len(Row)} rows, "
                            "on the CPU through Triton's interpreter")
     quick, full = estimate.expected_seconds(plan), estimate.expected_seconds(plan, "matrix")
     assert 60 < quick < 600 < full  # a first run in minutes; the full profile on the interpreter far longer
