@@ -34,7 +34,7 @@ import sys
 from harness.model import results as results_file
 from harness.model.errors import ResultsError
 from harness.model.results import merge
-from harness.reporting import report
+from harness.reporting import diff, history, report
 
 # The commands that run pytest, and take the arguments they do not know as pytest's.
 _RUN_PYTEST = ("run", "bench", "repeat")
@@ -76,13 +76,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cases":
         return _cases(args.cases)
     if args.command == "repeat":
-        from harness.tools import repeat
+        from harness.tools import repeat  # here, not at the top: report, diff and history run where only tabulate is installed
 
         if args.results:
             return repeat.compare_files(args.results, args.out)
         return repeat.run(args.runs, args.out, pytest_args, args.concurrent)
     if args.command == "bench":
-        from harness.tools import bench
+        from harness.tools import bench  # here, not at the top: report, diff and history run where only tabulate is installed
 
         return bench.main(pytest_args, args.out, args.report_dir)
     try:
@@ -100,8 +100,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _diff(old_path: str, new_path: str, out: str | None) -> int:
-    from harness.reporting import diff
-
     old, new = results_file.load(old_path), results_file.load(new_path)
     result = diff.compare(old, new)
     text = diff.render(old_path, old, new_path, new, result)
@@ -109,14 +107,12 @@ def _diff(old_path: str, new_path: str, out: str | None) -> int:
         results_file.write_atomic(out, text)
     else:
         print(text)
-    if old.fingerprint.get("mode") != new.fingerprint.get("mode"):
-        print(f"warning: comparing a {old.fingerprint.get('mode')} run with a {new.fingerprint.get('mode')} run", file=sys.stderr)
+    if old.fingerprint.mode != new.fingerprint.mode:
+        print(f"warning: comparing a {old.fingerprint.mode} run with a {new.fingerprint.mode} run", file=sys.stderr)
     return 1 if result.regressed else 0
 
 
 def _history(paths: list[str], out: str | None) -> int:
-    from harness.reporting import history
-
     text, broke = history.history(paths)
     if out:
         results_file.write_atomic(out, text)
@@ -128,15 +124,15 @@ def _history(paths: list[str], out: str | None) -> int:
 
 
 def _run(pytest_args: list[str]) -> int:
-    import pytest
+    import pytest  # here, not at the top: report, diff and history run where only tabulate is installed
 
-    from harness.tools.launch import matrix_args
+    from harness.tools.launch import matrix_args  # here, not at the top: report, diff and history run where only tabulate is installed
 
     return int(pytest.main(matrix_args(pytest_args)))
 
 
 def _cases(specs: list[str] | None) -> int:
-    from harness.authoring import catalog, registry
+    from harness.authoring import catalog, registry  # here, not at the top: report, diff and history run where only tabulate is installed
 
     loaded = registry.load(specs or [registry.BUILTIN])
     print(catalog.table(loaded.cases.values()))

@@ -19,12 +19,14 @@ from __future__ import annotations
 import gc
 import json
 import os
+import resource
 import select
 import signal
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from harness.model.cell import Cell
@@ -49,7 +51,7 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, 
     one reused on purpose), else fresh ones inside `workdir` (an old cache must never hide a compile
     failure); Triton's interpreter when there is no GPU; one GPU per pytest worker on a machine with several;
     the CPU's cores split between the `workers` runners."""
-    import torch
+    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
     caches = cache_dir or workdir
     env = {
@@ -208,7 +210,7 @@ class Runner:
             started = self._start()
         assert self._proc and self._proc.stdin
         watch = _Watch(cell, timeout, log_offset=os.path.getsize(self.log_path), deadline=time.monotonic() + timeout)
-        request = {"cell": cell.id, "settings": asdict(settings)}
+        request = {"cell": cell.id, "settings": settings.to_json()}
         self._proc.stdin.write((json.dumps(request) + "\n").encode())
         self._proc.stdin.flush()
         while not watch.done:
@@ -316,7 +318,7 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 
 def _health_check(device: str) -> bool:
     """Can this process still use the GPU? (Run after _memory_after, which synchronized and freed.)"""
-    import torch
+    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
     if device != "cuda":
         return True
@@ -327,7 +329,7 @@ def _health_check(device: str) -> bool:
 
 
 def _memory_before(device: str) -> float | None:
-    import torch
+    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
     if device != "cuda":
         return None
@@ -340,9 +342,7 @@ def _memory_before(device: str) -> float | None:
 
 def _memory_after(device: str, allocated_before: float | None) -> Memory:
     """Read once the cell's artifacts are gone: what stays allocated is what the next cell inherits."""
-    import resource
-
-    import torch
+    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
     torch._dynamo.reset()  # the cell's compiled code goes now (the next cell resets too), so it is collected here
     gc.collect()
@@ -373,8 +373,6 @@ def _exit_with_parent(poll_s: float = 1.0) -> None:
     """End this process when the pytest worker that started it is gone (killed, or its controller was):
     a runner sits in its own session, so no signal reaches it, and a kernel spinning on the GPU would
     otherwise outlive the run and hold the device."""
-    import threading
-
     parent = os.getppid()
 
     def watch() -> None:
@@ -405,9 +403,9 @@ def main(case_modules: list[str]) -> None:
         phases[name] = round(time.perf_counter() - began, 2)
         began = time.perf_counter()
 
-    import torch
+    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
-    from harness.authoring import registry
+    from harness.authoring import registry  # the child's side only: the parent never imports the cases or torch
     from harness.execution.execute import Execution
 
     cases = registry.load(case_modules).cases  # the plugin reports the problems
@@ -433,7 +431,7 @@ def main(case_modules: list[str]) -> None:
     for line in sys.stdin:
         request = json.loads(line)
         cell = Cell.parse(request["cell"])
-        settings = Settings(**request["settings"])
+        settings = Settings.from_json(request["settings"])
         case = cases.get(cell.case)
         if case is None:
             result = CellResult(cell, Outcome.ERROR, stage=Stage.SETUP, fault="harness",
@@ -451,7 +449,7 @@ def main(case_modules: list[str]) -> None:
 
 
 def _configure_torch() -> None:
-    import torch._dynamo.config as dynamo_config
+    import torch._dynamo.config as dynamo_config  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
     # Many dtypes and shapes per cell: never fall back to eager silently at the recompile limit.
     dynamo_config.recompile_limit = 64

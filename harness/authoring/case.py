@@ -15,9 +15,12 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import torch
+from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
+from triton.runtime.autotuner import Autotuner
+from triton.runtime.jit import KernelInterface
 
-from harness.model.errors import CaseError
+from harness.model.errors import CaseError, described
 
 DTYPES: Mapping[str, torch.dtype] = MappingProxyType(
     {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -62,8 +65,6 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 def kernel_name(kernel: Any) -> str:
     """The Python name of a @triton.jit function, seen through autotune/heuristics wrappers."""
-    from triton.runtime.jit import KernelInterface
-
     if not isinstance(kernel, KernelInterface):
         raise TypeError(f"{kernel!r} is not a Triton kernel (@triton.jit, @triton.autotune or @triton.heuristics)")
     inner = kernel
@@ -87,22 +88,16 @@ def _is_optional_tensor(annotation: Any) -> bool:
     return typing.get_origin(annotation) in (typing.Union, types.UnionType) and set(args) == {torch.Tensor, type(None)}
 
 
-def _first_line(exc: BaseException) -> str:
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-
-
 def _simplest(case: str, field: str, strategy: st.SearchStrategy[Any]) -> Any:
     """The simplest value a strategy gives (hypothesis' find, deterministic): a strategy hypothesis rejects
     raises here, as the case's problem, naming the field."""
-    from hypothesis import HealthCheck, Phase, find, settings
-
     # Hypothesis generates the simplest example first: one example, no shrinking, about 20 ms.
     once = settings(database=None, derandomize=True, max_examples=1, phases=[Phase.generate], deadline=None,
                     suppress_health_check=list(HealthCheck))
     try:
         return find(strategy, lambda _: True, settings=once)
     except Exception as exc:  # noqa: BLE001 - whatever hypothesis says of the author's strategy
-        raise CaseError(case, f"{field}: hypothesis cannot draw from {strategy!r}: {type(exc).__name__}: {_first_line(exc)}; "
+        raise CaseError(case, f"{field}: hypothesis cannot draw from {strategy!r}: {described(exc)}; "
                               "fix the strategy") from None
 
 
@@ -288,8 +283,8 @@ class Case:
         try:
             self.make_inputs(shape, self.dtypes[0], "cpu", torch.Generator().manual_seed(0))
         except Exception as exc:  # noqa: BLE001 - the author's code
-            raise CaseError(self.name, f"make_inputs fails on shape {shape}, which shapes draws: {type(exc).__name__}: "
-                            f"{_first_line(exc)}; make it accept every shape that shapes draws, or narrow shapes") from None
+            raise CaseError(self.name, f"make_inputs fails on shape {shape}, which shapes draws: {described(exc)}; "
+                            f"make it accept every shape that shapes draws, or narrow shapes") from None
 
     @property
     def autotune_configs(self) -> int:
@@ -301,8 +296,6 @@ class Case:
     @property
     def autotuners(self) -> list[Any]:
         """The autotuners of its kernels and its backward's kernels, seen through @triton.heuristics."""
-        from triton.runtime.autotuner import Autotuner
-
         found: list[Any] = []
         for kernel in (*self.kernels, *(self.backward.kernels if self.backward is not None else ())):
             inner = kernel
@@ -316,7 +309,7 @@ class Case:
         try:
             return resolved_signature(fn)
         except Exception as exc:  # a name the string annotations use that their module does not define
-            raise CaseError(self.name, f"{what}'s type annotations do not evaluate ({type(exc).__name__}: {_first_line(exc)}): "
+            raise CaseError(self.name, f"{what}'s type annotations do not evaluate ({described(exc)}): "
                                        "import what they name in the case's module") from None
 
     def input_parameters(self) -> list[inspect.Parameter]:

@@ -26,7 +26,7 @@ def randn(count: int = 1, scale: float = 1.0):
     """A `make_inputs` for cases whose inputs are `count` standard-normal tensors of the drawn shape."""
 
     def make_inputs(shape, dtype, device, generator):
-        import torch
+        import torch  # here, not at the top: `import harness` (the case API) stays torch-free until a case uses it
 
         return tuple(
             torch.randn(shape, generator=generator).mul_(scale).to(device=device, dtype=dtype) for _ in range(count)

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from harness.model.errors import CaseError
+
 if TYPE_CHECKING:
-    from harness.authoring.case import Case
+    from harness.authoring.case import Case  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
 
 BUILTIN = "harness.cases"  # the built-in cases, installed inside the package (cases/ in the checkout)
 
@@ -100,7 +102,7 @@ def _modules(spec: str, problems: list[CaseProblem]) -> list[tuple[str, ModuleTy
 
 def cases_of(module: ModuleType, label: str) -> list[Case]:
     """The Case objects a module defines (one, or in lists), labelled with where they came from."""
-    from harness.authoring.case import Case
+    from harness.authoring.case import Case  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
 
     found = [v for v in vars(module).values() if isinstance(v, Case)]
     found += [c for v in vars(module).values() if isinstance(v, (list, tuple)) for c in v if isinstance(c, Case)]
@@ -110,8 +112,6 @@ def cases_of(module: ModuleType, label: str) -> list[Case]:
 
 def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
     """The well-formed cases of every module `specs` names, and a problem for each one left out."""
-    from harness.model.errors import CaseError
-
     loaded = Loaded(cases={}, problems=[])
     for spec in specs:
         for name, module in _modules(spec, loaded.problems):

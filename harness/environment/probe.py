@@ -7,10 +7,13 @@ import os
 from typing import Any, Callable, Mapping
 
 import torch
+import torch._dynamo
 import triton
 import triton.language as tl
+from filelock import FileLock
 
 from harness.authoring.case import DTYPES
+from harness.model.errors import first_line
 from harness.model.results import write_atomic
 
 
@@ -29,7 +32,6 @@ def _recorded(record_dir: str | None, what: str, measure: Callable[[], Any]) -> 
     run measured and recorded it there: the same probe on the same device and versions gives the same answer."""
     if record_dir is None:
         return measure()
-    from filelock import FileLock
 
     device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     key = f"{what}|{device}|torch {torch.__version__}|triton {triton.__version__}"  # a reused cache dir may outlive an upgrade
@@ -61,8 +63,6 @@ def interpreted_launch_under_compile(options: Mapping[str, Any], record_dir: str
     interpreter's own code, for 5-10 s of CPU, and fails the same way for every kernel."""
 
     def measure() -> str | None:
-        import torch._dynamo
-
         a = torch.arange(-18, 19, dtype=torch.float32)
 
         def launch(x: torch.Tensor) -> torch.Tensor:
@@ -76,7 +76,7 @@ def interpreted_launch_under_compile(options: Mapping[str, Any], record_dir: str
             return None if torch.equal(out, a + a) else "the compiled launch gives wrong numbers"
         except Exception as exc:  # noqa: BLE001 - the failure is the answer
             text = str(exc).replace("\\n", "\n").strip()  # the interpreter's error holds the inner one's repr
-            return f"{type(exc).__name__}: {(text.splitlines() or [''])[0]}"[:300]
+            return f"{type(exc).__name__}: {first_line(Exception(text))}"[:300]
         finally:
             torch._dynamo.reset()
 

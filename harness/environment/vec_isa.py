@@ -26,7 +26,10 @@ def _key(isa: Any, code: str) -> str:
 
 def share(cache_dir: str) -> None:
     """Make this process's Inductor answer its ISA checks from the run's record, or write that record."""
+    # Here, not at the top: the plugin, which reads the record, loads into every pytest run, most of which need
+    # no torch, and into the torch-free tools' environment, which has no filelock either.
     import torch._inductor.config as config
+    from filelock import FileLock
     from torch._inductor import cpu_vec_isa
 
     check = getattr(getattr(cpu_vec_isa, "VecISA", None), "check_build", None)
@@ -43,8 +46,6 @@ def share(cache_dir: str) -> None:
             cpu_vec_isa.VecISA.check_build = check
 
     def valid_vec_isa_list() -> list[Any]:
-        from filelock import FileLock
-
         cpu_vec_isa.valid_vec_isa_list = original  # asked once: later calls go straight to Inductor
         os.makedirs(cache_dir, exist_ok=True)
         with FileLock(path + ".lock"):

@@ -19,9 +19,11 @@ from typing import Any, Callable, ContextManager, Mapping
 
 import torch
 from filelock import FileLock
+from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
 from harness.execution import cpp_runtime
 from harness.execution.observer import GraphObserver
+from harness.execution.warm_cache import EditedInNewProcess
 from harness.model.outcome import WAITED_FOR_PACKAGE, Stage
 from harness.model.rows import Kind, Row
 
@@ -159,8 +161,6 @@ def program_digest(exported: torch.export.ExportedProgram) -> str:
     A user-defined Triton kernel's node names its kernel and constants by index into a table of this
     process; the digest takes what they point to instead, so equal digests mean equal programs across
     processes. Source locations are left out: strict and non-strict export record different ones."""
-    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
-
     def described(value: Any) -> str:
         if isinstance(value, torch.Tensor):
             return f"Tensor({value.dtype}, {tuple(value.shape)}, {value.stride()}, {value.device})"
@@ -234,8 +234,6 @@ def warm_cache(build: Build) -> Artifact:
     """Compile here with the on-disk caches as a user's process does (the harness's own graph pass, which
     turns Inductor's cache off, is left out), then answer each call from a new process that compiles the
     edited kernel on the same caches (harness.execution.warm_cache)."""
-    from harness.execution.warm_cache import EditedInNewProcess
-
     options = dict(build.row.spec.compile_options or {})
     with torch._inductor.config.patch(post_grad_custom_post_pass=None):
         artifact = torch.compile(build.fn, **options)

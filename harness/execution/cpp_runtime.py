@@ -10,15 +10,14 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
-import tempfile
-import weakref
 from typing import Any
 
 import torch
 from filelock import FileLock
 
+from harness.environment import machine
+from harness.execution.helper_process import HelperProcess
 from harness.model.errors import HarnessError
 
 SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp")
@@ -35,10 +34,8 @@ class RuntimeFailure(HarnessError):
 
 def _compiler() -> tuple[str, str]:
     """The compiler AOTInductor uses (so the runner and the packages agree), and its version line."""
-    from harness.environment import fingerprint
-
-    found = fingerprint.compiler()
-    return found.get("path") or found.get("resolved") or "c++", found.get("version") or "unknown"
+    found = machine.compiler()
+    return found.path or found.resolved or "c++", found.version or "unknown"
 
 
 def _key(compiler: str, version: str) -> str:
@@ -108,7 +105,7 @@ def _build(root: str, compiler: str) -> None:
                                    f"{first_error_line(done.stderr + done.stdout)} (log: {log})")
 
 
-class PackageProcess:
+class PackageProcess(HelperProcess):
     """A package loaded in a process of its own (the C++ runner here, or a fresh Python process: see
     harness.execution.aoti_serve), which answers `ready` ("loaded"), then "ok" or "error MESSAGE" for each call; calling
     it sends the tensors there. A process that serves several packages (`ready` is "ready") loads each with
@@ -120,52 +117,22 @@ class PackageProcess:
     """
 
     def __init__(self, command: list[str], device: str, workdir: str, who: str = "the C++ runner", ready: str = "loaded"):
-        self.device, self.who = device, who
-        self.dir = tempfile.mkdtemp(prefix="aoti-process-", dir=workdir)
-        self.stderr = open(os.path.join(self.dir, "stderr.log"), "w+")
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, text=True, start_new_session=True)
-        self._finalizer = weakref.finalize(self, stop_process, self.proc, self.stderr)
-        answer = self._answer()
+        super().__init__(command, workdir, prefix="aoti-process-", who=who, failure=RuntimeFailure)
+        self.device = device
+        answer = self.answer()
         if answer != ready:
             raise RuntimeFailure(_message(answer) or f"{who} printed nothing")
         self.calls = 0
         self.packages: list[str] = []
 
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        """Stop the process now (else when this object is collected)."""
-        self._finalizer()
-
     def load(self, package: str) -> ServedPackage:
         """Load one more package into a process that serves several; RuntimeFailure where it does not load."""
         self.packages.append(package)
-        self._send(f"load {len(self.packages) - 1} {package}")
-        answer = self._answer()
+        self.send(f"load {len(self.packages) - 1} {package}")
+        answer = self.answer()
         if answer != "loaded":
             raise RuntimeFailure(_message(answer))
         return ServedPackage(self, len(self.packages) - 1)
-
-    def _send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # it died: _answer says how
-
-    def _answer(self) -> str:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if line:
-            return line.strip()
-        code = self.proc.wait(timeout=30)
-        died = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
-        self.stderr.seek(0)
-        tail = [line.strip() for line in self.stderr.read().splitlines() if line.strip()][-1:]
-        raise RuntimeFailure(f"{self.who} died ({died})" + (f": {tail[0][:300]}" if tail else ""))
 
     def __call__(self, *inputs: Any) -> list[torch.Tensor | None] | None:
         return self.call("", inputs)
@@ -176,8 +143,8 @@ class PackageProcess:
         self.calls += 1
         sent, received = (os.path.join(self.dir, f"{self.calls}.{part}.pt") for part in ("in", "out"))
         torch.save([t.detach().cpu() for t in tensors], sent)
-        self._send(f"{prefix}{sent} {received}")
-        answer = self._answer()
+        self.send(f"{prefix}{sent} {received}")
+        answer = self.answer()
         if answer != "ok":
             raise RuntimeFailure(_message(answer))
         outputs, after = torch.load(received, weights_only=False)  # written by our runner: torch::pickle_save or torch.save
@@ -202,17 +169,3 @@ class ServedPackage:
 def _message(answer: str) -> str:
     return answer.removeprefix("error ").replace("\\n", "\n")  # the runner sends newlines as \n
 
-
-def stop_process(proc: subprocess.Popen, stderr: Any, kill: bool = False) -> None:
-    """End a process the harness serves requests through: closing its stdin ends its loop; one that does not
-    end in 10 s, or is to be killed, is killed. Its stderr file is closed."""
-    if proc.poll() is None:
-        try:
-            if kill:
-                raise OSError("kill")
-            proc.stdin.close()  # type: ignore[union-attr]
-            proc.wait(timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            proc.kill()
-            proc.wait()
-    stderr.close()

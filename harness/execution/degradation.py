@@ -19,8 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import torch
+from torch._dynamo.utils import counters
+from torch._inductor.graph import GraphLowering
 
 from harness.authoring.case import kernel_name
+from harness.execution.wrapping import launcher_namespace
 
 
 @dataclass
@@ -101,8 +104,6 @@ def watching(kernels: tuple[Any, ...]) -> Iterator[Watch]:
 @contextlib.contextmanager
 def _output_code(keep: Callable[[str], None]) -> Iterator[None]:
     """Inductor hands every module it generates, or loads from its cache, to GraphLowering.save_output_code."""
-    from torch._inductor.graph import GraphLowering
-
     before = GraphLowering.save_output_code
 
     def save(code: str) -> None:
@@ -121,7 +122,7 @@ def _output_code(keep: Callable[[str], None]) -> Iterator[None]:
 def _mutation_analysis(marked: dict[str, set[str]]) -> Iterator[None]:
     """The tensors the analysis says a user kernel writes, as functionalization asks for them."""
     try:
-        from torch._higher_order_ops import triton_kernel_wrap as wrap
+        from torch._higher_order_ops import triton_kernel_wrap as wrap  # inside: absent from some torch versions
     except ImportError:
         yield
         return
@@ -149,10 +150,9 @@ def _mutation_analysis(marked: dict[str, set[str]]) -> Iterator[None]:
 @contextlib.contextmanager
 def _cudagraph_skips(watch: Watch) -> Iterator[None]:
     """Inductor logs each skip on its cudagraphs artifact logger and counts it."""
-    from torch._dynamo.utils import counters
-
     try:
-        from torch._inductor import cudagraph_utils
+        from torch._inductor import cudagraph_utils  # inside: absent from some torch versions
+
         logger: logging.Logger | None = cudagraph_utils.cudagraphs_log
     except (ImportError, AttributeError):
         logger = None
@@ -188,8 +188,6 @@ def record_writes(watch: Watch, launch: Callable[..., Any], kernels: tuple[Any, 
     """Per kernel, the tensor arguments whose contents one eager launch of it changed (watch.written), among its
     tensor arguments (watch.tensor_arguments): the launcher runs with each kernel's launches intercepted, every
     tensor argument copied before and compared after."""
-    from harness.execution.wrapping import launcher_namespace
-
     recorders = {kernel_name(k): _Recorder(k, kernel_name(k), watch) for k in kernels}
     with torch.no_grad():
         launch(launcher_namespace(**recorders), *tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs))

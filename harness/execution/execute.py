@@ -12,12 +12,16 @@ import dataclasses
 import logging
 import math
 import os
+import resource
 import time
 from typing import Any, Callable, Iterator
 
 import torch
+import torch._dynamo.exc as dynamo_exc
+import torch._inductor.exc as inductor_exc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from torch._dynamo.utils import counters
 
 from harness.authoring.case import Case, Example, dtype_name
 from harness.environment import probe
@@ -31,7 +35,7 @@ from harness.model.columns import OP_NAMESPACE, Wrapping
 from harness.model.errors import HarnessError, Mismatch, first_line
 from harness.model.outcome import CaseCodeError, CellResult, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
 from harness.model.rows import Examples, Kind, Row
-from harness.model.settings import Settings
+from harness.model.settings import FULL_BATCH, Settings
 
 # The harness's exceptions that already say what the cell's outcome is; everything else raised inside a
 # stage is foreign and becomes a failure at that stage.
@@ -42,9 +46,6 @@ WARNINGS_KEPT = 5
 
 def compile_stage_exception_types() -> tuple[type[BaseException], ...]:
     """Exceptions that mean Dynamo or Inductor could not build the graph, raised on a compiled call."""
-    import torch._dynamo.exc as dynamo_exc
-    import torch._inductor.exc as inductor_exc
-
     types: list[type[BaseException]] = [dynamo_exc.TorchDynamoException]
     for name in ("InductorError", "LoweringException", "CppCompileError", "BackendCompilerFailed"):
         if hasattr(inductor_exc, name):
@@ -119,7 +120,7 @@ def _record(result: CellResult, exc: BaseException) -> None:
     result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
 
 
-def examples(case: Case, row: Row, checked_batch_max: int = Settings.checked_batch_max) -> st.SearchStrategy[Example]:
+def examples(case: Case, row: Row, checked_batch_max: int = FULL_BATCH) -> st.SearchStrategy[Example]:
     """The hypothesis examples a cell of this row checks (RowSpec.examples says how they vary). A case with
     optional tensor inputs also draws which of them are None."""
     how = row.spec.examples
@@ -214,7 +215,7 @@ class Execution:
         case, result = self.case, self.result
         result.dtypes_skipped = {dtype_name(d): self.broken_dtypes[dtype_name(d)] for d in case.dtypes if dtype_name(d) in self.broken_dtypes}
         testable = tuple(d for d in case.dtypes if dtype_name(d) not in self.broken_dtypes)
-        per_cell = self.settings.dtypes_per_cell
+        per_cell = self.settings.profile.dtypes_per_cell
         if per_cell is not None:
             for d in testable[per_cell:]:
                 result.dtypes_skipped[dtype_name(d)] = f"this run's profile checks {per_cell} dtype(s) a cell"
@@ -229,9 +230,9 @@ class Execution:
         return reason
 
     def _left_to_other_profiles(self) -> str | None:
-        settings = self.settings
-        if self.cell.row.value in settings.limited_rows and settings.limited_rows_tag not in self.case.tags:
-            return (f"this run's profile checks this row only on cases tagged {settings.limited_rows_tag!r} (each of its cells "
+        profile = self.settings.profile
+        if self.cell.row.value in profile.limited_rows and profile.limited_rows_tag not in self.case.tags:
+            return (f"this run's profile checks this row only on cases tagged {profile.limited_rows_tag!r} (each of its cells "
                     "builds C++, autotunes or starts a process); the other profiles check every case")
         return None
 
@@ -260,7 +261,6 @@ class Execution:
     def _execute(self) -> None:
         os.makedirs(self.settings.workdir, exist_ok=True)
         torch._dynamo.reset()
-        from torch._dynamo.utils import counters
 
         counters.clear()
         # An autotuner keeps the config it chose for each key for the life of the process. Left alone, a cell
@@ -457,7 +457,7 @@ class Execution:
             raise error
 
     def _smallest_failure(self) -> tuple[Example, BaseException] | None:
-        case, result, config = self.case, self.result, self.settings
+        case, result, config = self.case, self.result, self.settings.profile
         failures: list[tuple[Example, BaseException]] = []
         dtypes_seen: set[str] = set()
         shrink_until = 0  # examples_run at which a failing cell stops running examples
@@ -546,8 +546,6 @@ def _captured_warnings(result: CellResult) -> Iterator[None]:
 def _cpu_seconds() -> float:
     """CPU time of this process and of the child processes it has waited for (a C++ build, a new Python
     process): what a cell costs the machine's cores, where its wall time may be waiting."""
-    import resource
-
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 

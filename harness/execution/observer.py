@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch._inductor.custom_graph_pass import CustomGraphPass
 
 
 def _target_name(target: Any) -> str:
@@ -39,8 +40,6 @@ class GraphObserver:
         return "absent"
 
     def inductor_pass(self) -> Any:
-        from torch._inductor.custom_graph_pass import CustomGraphPass
-
         observer = self
 
         class Observe(CustomGraphPass):

@@ -9,8 +9,10 @@ import time
 from typing import Any, Callable
 
 import torch
+from triton.testing import do_bench
 
 from harness.authoring.case import Case, Example, dtype_name
+from harness.model.errors import described
 
 
 def benchmark_dtype(case: Case) -> torch.dtype:
@@ -21,8 +23,6 @@ def median_ms(fn: Callable[[], Any], device: str) -> float:
     """Median latency in ms: triton.testing.do_bench (CUDA events, cache flushed) on a GPU; a wall clock
     on the CPU interpreter, whose figures say nothing about a GPU."""
     if device == "cuda":
-        from triton.testing import do_bench
-
         return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
     fn()
     samples = []
@@ -51,5 +51,5 @@ def measure(
         check(artifact, dtype, inputs)
         figures["median_ms"] = median_ms(lambda: call(artifact, inputs), device)
     except Exception as exc:  # a failure only at the benchmark size: recorded beside the figure, not hidden
-        figures["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        figures["error"] = described(exc)[:300]
     return figures

@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import torch
+from torch.testing._internal.two_tensor import TwoTensor
+from torch.utils.flop_counter import FlopCounterMode
 
 from harness.authoring.case import Case
 from harness.execution.wrapping import build as build_wrapping
@@ -23,8 +25,6 @@ class OpcheckFailed(HarnessError, AssertionError):
 
 
 def _flop_count(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> int:
-    from torch.utils.flop_counter import FlopCounterMode
-
     with FlopCounterMode(display=False) as counter:
         fn(*inputs)
     return int(counter.get_total_flops())
@@ -37,8 +37,6 @@ def _second_half(x: torch.Tensor) -> torch.Tensor:
 
 
 def _two_tensors(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    from torch.testing._internal.two_tensor import TwoTensor
-
     return tuple(TwoTensor(x, _second_half(x)) if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
@@ -80,8 +78,6 @@ def programs(row: Row, case: Case, wrapping: Wrapping) -> tuple[Callable[..., An
         return build_wrapping(case, wrapping, cpu_fallback=True), case.reference
 
     if row is Row.TENSOR_SUBCLASS:
-        from torch.testing._internal.two_tensor import TwoTensor
-
         fn = build_wrapping(case, wrapping)
 
         def on_two_tensors(*inputs: Any) -> list[Any]:

@@ -16,21 +16,24 @@ is `EditedInNewProcess` (one a dtype) and `NewProcess`.
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import os
-import select
-import subprocess
 import sys
-import tempfile
 import types
-import weakref
 from typing import Any
 
 import torch
+from torch._dynamo.utils import counters
+from torch._inductor.graph import GraphLowering
 
+from harness.authoring import registry
 from harness.authoring.case import Case, kernel_name
-from harness.execution.cpp_runtime import stop_process
-from harness.model.errors import HarnessError, Mismatch
+from harness.execution import wrapping as wrappings
+from harness.execution.helper_process import HelperProcess
+from harness.execution.wrapping import run_as_module
+from harness.model.columns import Wrapping
+from harness.model.errors import HarnessError, Mismatch, first_line
 
 EDIT_TIMEOUT_S = 600.0
 
@@ -72,8 +75,8 @@ def edited_sources(kernels: tuple[Any, ...]) -> dict[str, dict[str, str]]:
         tree = ast.parse("".join(lines))
         functions = {(node.name, min([node.lineno, *(d.lineno for d in node.decorator_list)])): node
                      for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
-        for name, first_line in entry["edits"]:
-            node = functions.get((name, first_line)) or next((n for (fname, _), n in functions.items() if fname == name), None)
+        for name, first_lineno in entry["edits"]:
+            node = functions.get((name, first_lineno)) or next((n for (fname, _), n in functions.items() if fname == name), None)
             if node is None:
                 raise KernelNotEditable(f"kernel {name} not found in {path}")
             body = node.body[1:] if (isinstance(node.body[0], ast.Expr) and isinstance(getattr(node.body[0], "value", None), ast.Constant)
@@ -87,46 +90,22 @@ def edited_sources(kernels: tuple[Any, ...]) -> dict[str, dict[str, str]]:
     return out
 
 
-class NewProcess:
+class NewProcess(HelperProcess):
     """The new process of one warm-cache cell, started at the cell's first call: it loads the edited kernels and
     builds the style once, then compiles and runs each request (one per dtype) on the warm caches, each compile
     its first in that process since Dynamo's caches are reset before it. One process a cell, not one a dtype:
     torch's import and the case's loading are paid once."""
 
     def __init__(self, workdir: str):
-        self.dir = tempfile.mkdtemp(prefix="warm-cache-", dir=workdir)
-        self.stderr = open(os.path.join(self.dir, "stderr.log"), "w+")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        self.proc = subprocess.Popen([sys.executable, "-m", "harness.execution.warm_cache"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, text=True, env=env, start_new_session=True)
-        self._finalizer = weakref.finalize(self, stop_process, self.proc, self.stderr)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        """Stop the process now (else when this object is collected)."""
-        self._finalizer()
+        super().__init__([sys.executable, "-m", "harness.execution.warm_cache"], workdir, prefix="warm-cache-",
+                         who="the new process", failure=NewProcessFailure, env=env)
 
     def ask(self, request: str) -> None:
         """Send one request (a JSON file's path) and wait for its answer file; NewProcessFailure where the
         process dies or takes over EDIT_TIMEOUT_S."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            self.proc.stdin.write(request + "\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # it died: below says how
-        ready, _, _ = select.select([self.proc.stdout], [], [], EDIT_TIMEOUT_S)
-        if not ready:
-            stop_process(self.proc, self.stderr, kill=True)
-            raise NewProcessFailure(f"the new process took over {EDIT_TIMEOUT_S:.0f} s")
-        if self.proc.stdout.readline():  # "done": its stdout carries nothing else (main)
-            return
-        code = self.proc.wait(timeout=30)
-        self.stderr.seek(0)
-        tail = [line for line in self.stderr.read().splitlines() if line.strip()][-1:]
-        raise NewProcessFailure(f"the new process died (exit status {code})" + (f": {tail[0][:300]}" if tail else ""))
+        self.send(request)
+        self.answer(timeout_s=EDIT_TIMEOUT_S)  # "done": its stdout carries nothing else (main)
 
 
 class EditedInNewProcess:
@@ -190,8 +169,6 @@ class StaleKernel(Mismatch):
 
 
 def _load_edited(sources: dict[str, dict[str, str]]) -> None:
-    from harness.execution.wrapping import run_as_module
-
     for path, source in sources.items():
         run_as_module(source["module"], path, source["text"])
 
@@ -199,15 +176,6 @@ def _load_edited(sources: dict[str, dict[str, str]]) -> None:
 def _serve(request: dict[str, Any], built: dict[str, Any]) -> dict[str, Any]:
     """One request: the edited case and its style (loaded at the process's first request, kept in `built`),
     compiled afresh (Dynamo's caches reset; Inductor's and AOTAutograd's on disk, warm) on the request's inputs."""
-    import importlib
-
-    from torch._dynamo.utils import counters
-    from torch._inductor.graph import GraphLowering
-
-    from harness.authoring import registry
-    from harness.execution import wrapping as wrappings
-    from harness.model.columns import Wrapping
-
     key = json.dumps([request["sources"], request["launch_module"], request["case"], request["wrapping"]], sort_keys=True)
     if key not in built:
         _load_edited(request["sources"])
@@ -250,8 +218,6 @@ def main() -> int:
         try:
             answer = _serve(request, built)
         except Exception as exc:  # noqa: BLE001 - anything the new process meets is the cell's finding
-            from harness.model.errors import first_line
-
             answer = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
         with open(request["answer"], "w") as f:
             json.dump(answer, f)

@@ -9,6 +9,8 @@ import types
 from typing import Any, Callable
 
 import torch
+from torch.fx.experimental.symbolic_shapes import statically_known_true
+from torch.utils.flop_counter import register_flop_formula
 
 from harness.authoring.case import Case, kernel_name, resolved_signature
 from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
@@ -44,7 +46,6 @@ def _unfoldable_fill(tensor: torch.Tensor, kwargs: dict[str, Any]) -> bool:
     the sizes decide keep their poison."""
     if kwargs.get("memory_format", torch.preserve_format) is not torch.preserve_format:
         return False
-    from torch.fx.experimental.symbolic_shapes import statically_known_true
 
     expected: Any = 1  # the stride a dense row-major layout has at this dim
     for size, stride in reversed(list(zip(tensor.shape, tensor.stride()))):
@@ -251,8 +252,6 @@ def _autograd_function(case: Case) -> type:
 
 
 def _register_flops(case: Case, op: Any) -> None:
-    from torch.utils.flop_counter import register_flop_formula
-
     formula = case.flops
     assert formula is not None
     packet = getattr(getattr(torch.ops, OP_NAMESPACE), op._name.split("::")[-1])

@@ -27,6 +27,11 @@ def first_line(exc: BaseException) -> str:
     return " - ".join(parts)[:500]
 
 
+def described(exc: BaseException) -> str:
+    """An exception as one line: its type and its first line ("ValueError: bad shape")."""
+    return f"{type(exc).__name__}: {first_line(exc)}"
+
+
 class HarnessError(Exception):
     """Base of every exception the harness raises on purpose."""
 
@@ -36,7 +41,7 @@ class UsageError(HarnessError, ValueError):
 
 
 class CellIdError(HarnessError, ValueError):
-    """Text that is not a cell id (CASE-WRAPPING-PATH)."""
+    """Text that is not a cell id (CASE-WRAPPING-ROW)."""
 
 
 class ResultsError(HarnessError, ValueError):

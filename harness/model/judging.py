@@ -42,12 +42,12 @@ def judged(results: Results) -> Results:
     return dataclasses.replace(results, cells=blame_environment(results.cells))
 
 
-def label(cell: CellResult) -> str:
+def outcome_label(cell: CellResult) -> str:
     """A short outcome for a table cell; a cell whose outcome varies between runs says so."""
-    return _outcome_label(cell) + (" (flaky)" if cell.flaky else "")
+    return _outcome_words(cell) + (" (flaky)" if cell.flaky else "")
 
 
-def _outcome_label(cell: CellResult) -> str:
+def _outcome_words(cell: CellResult) -> str:
     if cell.blamed_on:
         return f"env ({cell.outcome.value})"
     if cell.outcome is Outcome.PASS:

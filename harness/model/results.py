@@ -3,6 +3,7 @@ environment merged."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -12,6 +13,7 @@ from typing import Any
 
 from harness.model.cell import Cell
 from harness.model.errors import CellIdError, ResultsError
+from harness.model.fingerprint import Fingerprint, Record, Rerun, ShardsMerged
 from harness.model.outcome import CellResult
 
 SCHEMA = "triton-compat-matrix/results"
@@ -30,7 +32,7 @@ def stable_error_kind(error_type: str | None) -> str | None:
 
 @dataclass
 class Results:
-    fingerprint: dict[str, Any]
+    fingerprint: Fingerprint
     cells: list[CellResult]
     complete: bool = True
     missing: list[str] = field(default_factory=list)  # collected cells that never reported
@@ -48,7 +50,7 @@ class Results:
             "missing": self.missing,
             "wall_time_s": self.wall_time_s,
             "problems": self.problems,
-            "fingerprint": self.fingerprint,
+            "fingerprint": self.fingerprint.to_json(),
             "cells": [c.to_json() for c in sorted(self.cells, key=lambda c: c.cell.id)],
         }
 
@@ -94,7 +96,7 @@ def load(path: str) -> Results:
     try:
         cells = [CellResult.from_json({**c, "error_type": stable_error_kind(c.get("error_type"))}) for c in data["cells"]]
         return Results(
-            fingerprint=data["fingerprint"],
+            fingerprint=Fingerprint.from_json(data["fingerprint"]),
             cells=cells,
             complete=data["complete"],
             missing=data["missing"],
@@ -108,10 +110,6 @@ def load(path: str) -> Results:
         raise ResultsError(f"{path}: malformed results: {type(exc).__name__}: {exc}") from None
 
 
-# Fingerprint fields that must agree before two runs' cells may share one chart.
-SAME_ENVIRONMENT = ("mode", "torch", "triton", "cuda", "gpu", "compiler")
-
-
 def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
     """Runs of one environment (split with `-k`, or across machines) as one run, in the order given. Raises
     ResultsError naming a file that measured another environment or repeats an earlier file's cells.
@@ -122,30 +120,28 @@ def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
     (first_path, first), *rest = runs
     cells = {c.cell.id: c for c in first.cells}
     missing = set(first.missing)
-    reruns = list(first.fingerprint.get("reruns", []))
+    reruns = list(first.fingerprint.reruns)
     for path, run in rest:
-        for key in SAME_ENVIRONMENT:
-            if run.fingerprint.get(key) != first.fingerprint.get(key):
-                raise ResultsError(
-                    f"{path}: measured a different environment than {first_path} ({key}: "
-                    f"{run.fingerprint.get(key)!r} vs {first.fingerprint.get(key)!r}); charts of different environments do not merge"
-                )
+        differs = run.fingerprint.same_environment(first.fingerprint)
+        if differs:
+            raise ResultsError(
+                f"{path}: measured a different environment than {first_path} ({differs}: "
+                f"{_said(run.fingerprint, differs)} vs {_said(first.fingerprint, differs)}); charts of different environments do not merge"
+            )
         duplicated = sorted(set(cells) & {c.cell.id for c in run.cells})
         if duplicated and not rerun:
             raise ResultsError(f"{path}: cells already in an earlier file: {', '.join(duplicated[:10])} "
                                "(to fold a re-run of these cells over that file, give --rerun)")
         if rerun:
-            reruns += run.fingerprint.get("reruns", [])
+            reruns += run.fingerprint.reruns
             reruns.append(_rerun_record(path, run))
         cells.update({c.cell.id: c for c in run.cells})
         missing |= set(run.missing)
     missing -= set(cells)
     wall = [r.wall_time_s for _, r in (runs[:1] if rerun else runs) if r.wall_time_s is not None]
-    fingerprint = dict(first.fingerprint)
-    if reruns:
-        fingerprint["reruns"] = reruns
+    fingerprint = dataclasses.replace(first.fingerprint, reruns=reruns)
     if rest and not rerun:
-        fingerprint["command"] = " ; ".join(r.fingerprint.get("command", "?") for _, r in runs)
+        fingerprint.command = " ; ".join(r.fingerprint.command or "?" for _, r in runs)
     # A file re-rendered alone keeps its words: rendering is idempotent. What an earlier merge said of absent
     # --shard parts is said again below, from the parts held now.
     said = [(path, _ABSENT_PARTS.sub("", r.interrupted).strip("; ")) for path, r in runs if r.interrupted]
@@ -158,10 +154,15 @@ def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
                    interrupted=stopped if missing or parts_absent else None)
 
 
-def _rerun_record(path: str, run: Results) -> dict[str, Any]:
+def _said(fingerprint: Fingerprint, name: str) -> str:
+    value = getattr(fingerprint, name)
+    return repr(value.to_json() if isinstance(value, Record) else value)
+
+
+def _rerun_record(path: str, run: Results) -> Rerun:
     fp = run.fingerprint
-    return {"file": path, "commit": (fp.get("git") or {}).get("commit"), "time": fp.get("time"), "command": fp.get("command"),
-            "complete": run.complete, "cells": sorted(c.cell.id for c in run.cells)}
+    return Rerun(file=path, commit=fp.commit, time=fp.time, command=fp.command, complete=run.complete,
+                 cells=sorted(c.cell.id for c in run.cells))
 
 
 _ABSENT_PARTS = re.compile(r"parts [0-9/, ]+ of the --shard split not merged: their cells are not in this chart")
@@ -170,16 +171,15 @@ _ABSENT_PARTS = re.compile(r"parts [0-9/, ]+ of the --shard split not merged: th
 def _parts_held(run: Results) -> tuple[tuple[Any, ...], list[int]] | None:
     """The --shard parts a results file holds (a part's own record, or what an earlier merge recorded), with
     what makes a split: the number of parts, the timings that balanced them, and the harness's commit."""
-    part, merged = run.fingerprint.get("shard"), run.fingerprint.get("shards")
-    commit = (run.fingerprint.get("git") or {}).get("commit")
-    if isinstance(part, dict):
-        return (part["count"], part.get("timings_sha256"), commit), [part["index"]]
-    if isinstance(merged, dict):
-        return (merged["count"], merged.get("timings_sha256"), commit), list(merged["merged"])
+    part, merged, commit = run.fingerprint.shard, run.fingerprint.shards, run.fingerprint.commit
+    if part is not None:
+        return (part.count, part.timings_sha256, commit), [part.index]
+    if merged is not None:
+        return (merged.count, merged.timings_sha256, commit), list(merged.merged)
     return None
 
 
-def _shards_absent(runs: list[tuple[str, Results]], fingerprint: dict[str, Any]) -> str | None:
+def _shards_absent(runs: list[tuple[str, Results]], fingerprint: Fingerprint) -> str | None:
     """Parts of a run split with --shard=K/N: the merged fingerprint records which parts it holds, and what is
     absent is said, since a part's cells never collected here cannot be listed as missing. Parts of another
     split (another N, other --shard-timings, another commit's cost estimate), whose parts need not add up to
@@ -199,7 +199,7 @@ def _shards_absent(runs: list[tuple[str, Results]], fingerprint: dict[str, Any])
                                "or made by another commit): its parts and theirs need not add up to every cell; "
                                "give the parts of one split")
         held += indices
-    fingerprint.pop("shard", None)
-    fingerprint["shards"] = {"count": count, "merged": sorted(held), **({"timings_sha256": timings} if timings else {})}
+    fingerprint.shard = None
+    fingerprint.shards = ShardsMerged(count=count, merged=sorted(held), timings_sha256=timings)
     absent = [f"{k}/{count}" for k in range(1, count + 1) if k not in held]
     return f"parts {', '.join(absent)} of the --shard split not merged: their cells are not in this chart" if absent else None

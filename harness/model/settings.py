@@ -1,55 +1,85 @@
-"""What a run asks of every cell: the hypothesis profile and where the run keeps its files."""
+"""What a run asks of every cell: its profile (how many examples, how they are drawn) and where it keeps its files."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
+
+FULL_BATCH = 4096  # the largest batch a profile checks exported artifacts on, unless it says less
 
 
 @dataclass(frozen=True)
-class Settings:
-    """How many examples and how they are drawn (from the run's profile), and the run's directories."""
+class Profile:
+    """One `--matrix-profile`: every fact of it here, and the sentence the run's first lines say it in made from them."""
 
-    max_examples: int = 20
-    derandomize: bool = True
-    checked_batch_max: int = 4096  # exported artifacts are checked on batches up to this; --perf runs the benchmark batch
+    name: str
+    max_examples: int
+    derandomize: bool = True  # the same versions see the same inputs on every run
+    checked_batch_max: int = FULL_BATCH  # exported artifacts are checked on batches up to this; --perf runs the benchmark batch
     dtypes_per_cell: int | None = None  # check only a case's first N testable dtypes (each dtype is a build)
     # Examples a cell may run after its first failure (hypothesis generates on, then shrinks). Unbounded, a
     # failing cell ran about 100 examples and up to two minutes, ending the matrix late; 20 more still find
     # a small failing input.
     shrink_examples: int = 20
-    # Rows this run checks only on the cases with `limited_rows_tag` (a profile for the interpreter on a small
-    # machine: each cell of these rows costs a C++ build, an autotuning or a new Python process).
+    # Rows this profile checks only on the cases tagged `limited_rows_tag` (a profile for the interpreter on a
+    # small machine: each cell of these rows costs a C++ build, an autotuning or a new Python process).
     limited_rows: tuple[str, ...] = ()
     limited_rows_tag: str | None = None
-    workdir: str = "."
-    perf: bool = False  # time the artifact after a pass (harness.execution.perf)
-    packages: str | None = None  # this run's AOTInductor packages, shared by its Python and C++ runtime cells
-    caches: str | None = None  # the run's caches (the C++ runner is built there once)
+
+    def __post_init__(self) -> None:
+        if bool(self.limited_rows) != bool(self.limited_rows_tag):
+            raise TypeError(f"profile {self.name!r}: limited_rows and limited_rows_tag go together")
+
+    @property
+    def summary(self) -> str:
+        """What the profile does, in words: "2 small examples a cell, one dtype, ...\""""
+        size = " small" if self.checked_batch_max < FULL_BATCH else ""
+        drawn = "" if self.derandomize else " random (not derandomized)"
+        dtypes = "every dtype" if self.dtypes_per_cell is None else f"{self.dtypes_per_cell} dtype{'s' if self.dtypes_per_cell > 1 else ''}"
+        rows = (f"the rows {', '.join(self.limited_rows)} only on cases tagged {self.limited_rows_tag!r}" if self.limited_rows
+                else "every row on every case")
+        return f"{self.max_examples}{size}{drawn} examples a cell, {dtypes}, {rows}"
+
+    def to_json(self) -> dict[str, Any]:
+        """As results files record it, beside the hypothesis version: the name under "profile"."""
+        data = dataclasses.asdict(self)
+        return {"profile": data.pop("name"), **data}
 
 
-# The matrix's profiles: derandomized, so the same versions see the same inputs on every run.
-PROFILES = {
-    "matrix": dict(max_examples=20, derandomize=True),
+PROFILES = {profile.name: profile for profile in (
+    Profile("matrix", max_examples=20),
     # The default without a CUDA device (a first run on a laptop, and CI), on Triton's CPU interpreter: every
     # cell, fewer and smaller inputs (the interpreter runs each program in numpy, so a batch of 4096 rows
     # costs seconds), one dtype (an AOTInductor package is built per dtype) and a smaller search for the
     # smallest failure. The rows whose every cell builds C++ (AOTInductor, the C++ wrapper), autotunes
     # (max-autotune) or starts a process run on the tutorial's cases only: on 2 cores they were two thirds
     # of the run's time.
-    "quick": dict(max_examples=2, derandomize=True, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5,
-                  limited_rows=("aoti_strict", "aoti_nonstrict", "aoti_cpp_strict", "aoti_cpp_nonstrict", "aoti_fresh_nonstrict",
-                                "compile_cpp_wrapper", "compile_max_autotune"),
-                  limited_rows_tag="tutorial"),
-    "thorough": dict(max_examples=200, derandomize=True),
-    "explore": dict(max_examples=50, derandomize=False),
-}
+    Profile("quick", max_examples=2, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5,
+            limited_rows=("aoti_strict", "aoti_nonstrict", "aoti_cpp_strict", "aoti_cpp_nonstrict", "aoti_fresh_nonstrict",
+                          "compile_cpp_wrapper", "compile_max_autotune"),
+            limited_rows_tag="tutorial"),
+    Profile("thorough", max_examples=200),
+    Profile("explore", max_examples=50, derandomize=False),
+)}
 DEFAULT_PROFILE = "matrix"  # with a CUDA device
 INTERPRETER_PROFILE = "quick"  # without one
 
-# What each profile does, as the run's first lines say it.
-ABOUT = {
-    "matrix": "20 examples a cell, every dtype, every row on every case",
-    "quick": "2 small examples a cell, one dtype, the AOTInductor, C++ wrapper and max-autotune rows on the 3 tutorial cases only",
-    "thorough": "200 examples a cell, every dtype, every row on every case",
-    "explore": "50 random (not derandomized) examples a cell, every dtype, every row on every case",
-}
+
+@dataclass(frozen=True)
+class Settings:
+    """The run's profile and directories, as every cell of the run gets them."""
+
+    profile: Profile = PROFILES[DEFAULT_PROFILE]
+    workdir: str = "."
+    perf: bool = False  # time the artifact after a pass (harness.execution.perf)
+    packages: str | None = None  # this run's AOTInductor packages, shared by its Python and C++ runtime cells
+    caches: str | None = None  # the run's caches (the C++ runner is built there once)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Settings:
+        profile = data["profile"]
+        return cls(**{**data, "profile": Profile(**{**profile, "limited_rows": tuple(profile["limited_rows"])})})

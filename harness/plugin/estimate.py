@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from harness.model.outcome import CellResult, Outcome
-from harness.model.settings import ABOUT, DEFAULT_PROFILE, PROFILES
+from harness.model.settings import DEFAULT_PROFILE, PROFILES
 
 # (mode, profile) -> {row: mean seconds of work of a cell that ran}, rounded; `row_seconds` measures them.
 # From reports/gpu/results.json (one H200, 16 workers; a re-run's cells as that run measured them),
@@ -85,9 +85,9 @@ def cell_seconds(cell: Any, mode: str, profile: str, cases: dict[str, Any]) -> f
     seconds = MEASURED.get((mode, profile))
     if not seconds:
         return None
-    settings = PROFILES[profile]
+    chosen = PROFILES[profile]
     case = cases.get(cell.case)
-    if cell.row.value in settings.get("limited_rows", ()) and case is not None and settings.get("limited_rows_tag") not in case.tags:
+    if cell.row.value in chosen.limited_rows and case is not None and chosen.limited_rows_tag not in case.tags:
         return SKIPPED_CELL_S
     return seconds.get(cell.row.value, sum(seconds.values()) / len(seconds))
 
@@ -127,11 +127,11 @@ def announce(plan: Plan) -> str:
              f"{_count(styles, 'wrapping style')} x {_count(rows, 'row')}, {where}, {_count(plan.workers, 'worker')}; "
              f"reports to {plan.report_dir}"]
     expected = expected_seconds(plan)
-    lines.append(f"profile {plan.profile}: {ABOUT[plan.profile]}; "
+    lines.append(f"profile {plan.profile}: {PROFILES[plan.profile].summary}; "
                  + (f"expect about {_minutes(expected)}" if expected else "no timing of this profile here to estimate from"))
     if plan.profile != DEFAULT_PROFILE:
         full = expected_seconds(plan, DEFAULT_PROFILE)
-        lines.append(f"the full profile (--matrix-profile={DEFAULT_PROFILE}: {ABOUT[DEFAULT_PROFILE]}) "
+        lines.append(f"the full profile (--matrix-profile={DEFAULT_PROFILE}: {PROFILES[DEFAULT_PROFILE].summary}) "
                      + (f"takes about {_minutes(full)} here" if full else "has no timing here to estimate from")
                      + ("; its answers are the chart's, measured on a GPU" if not plan.gpu else ""))
     return "\n".join(lines)

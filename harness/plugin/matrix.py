@@ -10,7 +10,7 @@ import pytest
 
 from harness.model.cell import all_cells
 from harness.model.outcome import Outcome
-from harness.plugin import MatrixWorker
+from harness.plugin.worker import MatrixWorker
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -21,6 +21,7 @@ from typing import Callable, Iterable
 
 from harness.model.cell import Cell
 from harness.model.errors import UsageError
+from harness.plugin.estimate import row_seconds
 
 _SHARD = re.compile(r"^(?P<index>\d+)/(?P<count>\d+)$")
 
@@ -80,8 +81,6 @@ def partition(cells: Iterable[Cell], cost: Callable[[Cell], float], count: int) 
 def costs_from(results: object) -> Callable[[Cell], float | None]:
     """A cost function from an earlier run's results: a cell's own work where it ran there, else the mean
     work of its row there, else None (the caller falls back to the estimate's row means)."""
-    from harness.plugin.estimate import row_seconds
-
     work = {c.cell: c.timings.work for c in results.cells if c.timings.work > 0}  # type: ignore[attr-defined]
     rows = row_seconds(results)
 

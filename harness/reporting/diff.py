@@ -6,26 +6,28 @@ Modelled on PyTorch's benchmark accuracy check: a run is judged against another,
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from tabulate import tabulate
 
-from harness.model.judging import judged, label
+from harness.model.fingerprint import Fingerprint
+from harness.model.judging import judged, outcome_label
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
 from harness.reporting.report import cell_text
 
 # Fingerprint fields shown side by side in the header.
-COMPARED = (
-    ("mode", lambda fp: fp.get("mode")),
-    ("torch", lambda fp: fp.get("torch")),
-    ("triton", lambda fp: fp.get("triton")),
-    ("CUDA", lambda fp: fp.get("cuda")),
-    ("GPU", lambda fp: (fp.get("gpu") or {}).get("name") or "none"),
-    ("driver", lambda fp: (fp.get("gpu") or {}).get("driver")),
-    ("C++ compiler", lambda fp: (fp.get("compiler") or {}).get("version") or (fp.get("compiler") or {}).get("resolved")),
-    ("Python", lambda fp: fp.get("python")),
-    ("hypothesis profile", lambda fp: (fp.get("hypothesis") or {}).get("profile")),
-    ("commit", lambda fp: str((fp.get("git") or {}).get("commit"))[:12]),
+COMPARED: tuple[tuple[str, Callable[[Fingerprint], object]], ...] = (
+    ("mode", lambda fp: fp.mode),
+    ("torch", lambda fp: fp.torch),
+    ("triton", lambda fp: fp.triton),
+    ("CUDA", lambda fp: fp.cuda),
+    ("GPU", lambda fp: fp.gpu.name or "none"),
+    ("driver", lambda fp: fp.gpu.driver),
+    ("C++ compiler", lambda fp: fp.compiler.version or fp.compiler.resolved),
+    ("Python", lambda fp: fp.python),
+    ("hypothesis profile", lambda fp: fp.profile),
+    ("commit", lambda fp: str(fp.commit)[:12]),
 )
 
 
@@ -82,7 +84,7 @@ def compare(old: Results, new: Results) -> Diff:
 
 def describe(cell: CellResult) -> str:
     """A cell's outcome and, for a failure, the first line of its error."""
-    text = label(cell)
+    text = outcome_label(cell)
     if cell.outcome is not Outcome.PASS and cell.message:
         text += f": {cell.message}"
     return text[:200]
@@ -96,10 +98,10 @@ def pairs_table(pairs: list[tuple[CellResult, CellResult]], old: str, new: str) 
 
 def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff) -> str:
     out = [f"# Matrix diff: `{old_path}` -> `{new_path}`", ""]
-    if old.fingerprint.get("mode") != new.fingerprint.get("mode"):
+    if old.fingerprint.mode != new.fingerprint.mode:
         out += [
-            f"> **WARNING: these runs measured different devices ({old.fingerprint.get('mode')} vs "
-            f"{new.fingerprint.get('mode')}).** Differences below mix the device with the versions; compare runs "
+            f"> **WARNING: these runs measured different devices ({old.fingerprint.mode} vs "
+            f"{new.fingerprint.mode}).** Differences below mix the device with the versions; compare runs "
             "of the same kind of machine.",
             "",
         ]

@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.model.fingerprint import Fingerprint
 from harness.model.outcome import WAITED_FOR_PACKAGE, Memory, Outcome, Stage
 from harness.model.results import Results
 
@@ -64,7 +65,7 @@ def figures(results: Results, wall_s: float) -> Figures:
     cells = [c for c in results.cells if c.timings.wall > 0]
     if not cells:
         raise ValueError("the results hold no timed cells: nothing ran")
-    workers = int(results.fingerprint.get("workers") or 1)
+    workers = results.fingerprint.workers or 1
     work = {c.cell.id: c.timings.work for c in cells}
     longest = max(work, key=work.__getitem__)
     bound = max(work[longest], sum(work.values()) / workers)
@@ -122,13 +123,12 @@ def _fmt(value: float | None, digits: int = 0) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def render(f: Figures, fingerprint: dict[str, Any], command: str) -> str:
-    gpu = fingerprint.get("gpu") or {}
-    device = gpu.get("name") if gpu.get("available") else "CPU (Triton interpreter)"
+def render(f: Figures, fingerprint: Fingerprint, command: str) -> str:
+    device = fingerprint.gpu.name if fingerprint.gpu.available else "CPU (Triton interpreter)"
     lines = [
         f"command: {command}",
-        f"device: {device}; torch {fingerprint.get('torch')}, triton {fingerprint.get('triton')}; "
-        f"{fingerprint.get('cpus')} CPUs; caches: {fingerprint.get('caches', 'fresh')}; git {(fingerprint.get('git') or {}).get('commit')}",
+        f"device: {device}; torch {fingerprint.torch}, triton {fingerprint.triton}; "
+        f"{fingerprint.cpus} CPUs; caches: {fingerprint.caches or 'fresh'}; git {fingerprint.commit}",
         "",
         f"cells                        {f.cells}",
         f"workers                      {f.workers}",

@@ -18,14 +18,15 @@ from harness.model import results as results_file
 from harness.model.cell import Cell
 from harness.model.columns import STYLES, Wrapping
 from harness.model.errors import ResultsError
+from harness.model.fingerprint import SAME_ENVIRONMENT, Fingerprint, Record
 from harness.model.judging import Verdict, by_row_and_style, judged, pass_counts, verdict
 from harness.model.outcome import CellResult, Outcome
-from harness.model.results import SAME_ENVIRONMENT, Results, merge
+from harness.model.results import Results, merge
 from harness.model.rows import Row
 from harness.model.settings import DEFAULT_PROFILE
 from harness.reporting import diff
 
-# diff's fingerprint fields, by name: the labels and the legend show them as the diff's header does.
+# diff's fingerprint fields, by name: the headings and the legend show them as the diff's header does.
 FIELDS = dict(diff.COMPARED)
 
 # An entry's styles, in the charts' column order, the control last: it says whether the path itself works.
@@ -37,25 +38,24 @@ MEANINGS = {Verdict.YES: "every case counted passed", Verdict.PARTIAL: "some did
             Verdict.NONE: "no case counted"}
 
 
-def identity(fingerprint: dict[str, Any]) -> tuple[str, ...]:
+def identity(fingerprint: Fingerprint) -> tuple[str, ...]:
     """What makes a column: the fields `report` merges by, and the hypothesis profile. A profile decides which
     rows a run leaves out (`quick` checks the costliest rows on a few cases only) and how many examples a cell
     draws (2 against 20), so two profiles' runs of one environment are two measurements, not two halves of one:
     merged, one would hide the other's cells."""
-    return (*(json.dumps(fingerprint.get(key), sort_keys=True) for key in SAME_ENVIRONMENT), _profile(fingerprint))
+    return (*(json.dumps(_json(getattr(fingerprint, name)), sort_keys=True) for name in SAME_ENVIRONMENT), str(fingerprint.profile))
 
 
-def _profile(fingerprint: dict[str, Any]) -> str:
-    return str(FIELDS["hypothesis profile"](fingerprint))
+def _json(value: Any) -> Any:
+    return value.to_json() if isinstance(value, Record) else value
 
 
-def label(fingerprint: dict[str, Any]) -> str:
+def environment_words(fingerprint: Fingerprint) -> str:
     """The environment in a few words: "torch 2.11.0+cu130, Triton 3.6.0, NVIDIA H200, commit 358b47f"."""
-    gpu = FIELDS["GPU"](fingerprint)
-    device = "CPU interpreter" if fingerprint.get("mode") == "cpu-interpreter" else gpu
-    parts = [f"torch {fingerprint.get('torch')}", f"Triton {fingerprint.get('triton')}", device]
-    if _profile(fingerprint) != DEFAULT_PROFILE:  # the GPU runs' profile goes without saying
-        parts.append(f"{_profile(fingerprint)} profile")
+    device = "CPU interpreter" if fingerprint.interpreter else FIELDS["GPU"](fingerprint)
+    parts = [f"torch {fingerprint.torch}", f"Triton {fingerprint.triton}", str(device)]
+    if fingerprint.profile != DEFAULT_PROFILE:  # the GPU runs' profile goes without saying
+        parts.append(f"{fingerprint.profile} profile")
     parts.append(f"commit {FIELDS['commit'](fingerprint)}")
     return ", ".join(parts)
 
@@ -74,7 +74,7 @@ class Column:
 
     @property
     def heading(self) -> str:
-        return f"{self.name} {label(self.results.fingerprint)}"
+        return f"{self.name} {environment_words(self.results.fingerprint)}"
 
 
 def columns(paths: list[str]) -> list[Column]:
@@ -88,7 +88,7 @@ def columns(paths: list[str]) -> list[Column]:
         (runs,) = groups.values()
         raise ResultsError(
             f"{', '.join(paths)}: {'all measured' if len(paths) > 1 else 'measured'} one environment "
-            f"({label(runs[0][1].fingerprint)}); history charts at least two: add a results file of another "
+            f"({environment_words(runs[0][1].fingerprint)}); history charts at least two: add a results file of another "
             "environment (to compare two runs of one environment, use `python -m harness diff`)"
         )
     return [Column(number, [path for path, _ in runs], judged(_merged(runs))) for number, runs in enumerate(groups.values(), 1)]
@@ -209,8 +209,8 @@ def _environments(chart_columns: list[Column]) -> str:
     fingerprints = [column.results.fingerprint for column in chart_columns]
     rows = [[name, *[get(fp) for fp in fingerprints]] for name, get in diff.COMPARED]
     rows += [
-        ["examples a cell", *[(fp.get("hypothesis") or {}).get("max_examples") for fp in fingerprints]],
-        ["run at", *[fp.get("time") for fp in fingerprints]],
+        ["examples a cell", *[fp.hypothesis.max_examples for fp in fingerprints]],
+        ["run at", *[fp.time for fp in fingerprints]],
         ["cells", *[_cells_line(column.results) for column in chart_columns]],
         ["results files", *[", ".join(f"`{path}`" for path in column.files) for column in chart_columns]],
     ]
@@ -221,10 +221,10 @@ def _cells_line(results: Results) -> str:
     line = f"{len(results.cells)}"
     if results.missing:
         line += f"; incomplete: {len(results.missing)} never reported"
-    shards = results.fingerprint.get("shards")
-    if isinstance(shards, dict) and len(shards["merged"]) < shards["count"]:
-        held = ", ".join(f"{k}/{shards['count']}" for k in shards["merged"])
-        line += f"; part {held} of a --shard split" if len(shards["merged"]) == 1 else f"; parts {held} of a --shard split"
+    shards = results.fingerprint.shards
+    if shards is not None and len(shards.merged) < shards.count:
+        held = ", ".join(f"{k}/{shards.count}" for k in shards.merged)
+        line += f"; part {held} of a --shard split" if len(shards.merged) == 1 else f"; parts {held} of a --shard split"
     return line
 
 
@@ -233,8 +233,8 @@ def _step_section(s: Step) -> list[str]:
     moved = "; ".join(f"{name} {get(older) or 'none'} -> {get(newer) or 'none'}"
                       for name, get in diff.COMPARED if get(older) != get(newer))
     out = [f"### {s.older.name} -> {s.newer.name}: {moved or 'the same fingerprint'}", ""]
-    if older.get("mode") != newer.get("mode"):
-        out += [f"> **These environments are different devices ({older.get('mode')} vs {newer.get('mode')}).** The changes "
+    if older.mode != newer.mode:
+        out += [f"> **These environments are different devices ({older.mode} vs {newer.mode}).** The changes "
                 "below mix the device with the versions.", ""]
     out.append(
         f"**{len(s.broke)} broke in {s.newer.name}**, {len(s.fixed)} fixed in {s.newer.name}, {len(s.changed)} fail "

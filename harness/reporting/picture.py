@@ -202,15 +202,14 @@ def categories(results: Results, layout: Layout) -> dict[Cell, Category]:
 
 def _environment(results: Results) -> str:
     fp = results.fingerprint
-    gpu = fp.get("gpu") or {}
-    if fp.get("mode") == "cpu-interpreter":
+    if fp.interpreter:
         device = "no GPU: Triton's CPU interpreter"
-    elif gpu.get("available"):
-        device = f"{gpu.get('name')}, CUDA {fp.get('cuda')}"
+    elif fp.gpu.available:
+        device = f"{fp.gpu.name}, CUDA {fp.cuda}"
     else:
         device = "CPU only"
-    commit = str((fp.get("git") or {}).get("commit") or "unknown")[:12]
-    return f"torch {fp.get('torch')}, Triton {fp.get('triton')}, {device} (commit {commit})"
+    commit = str(fp.commit or "unknown")[:12]
+    return f"torch {fp.torch}, Triton {fp.triton}, {device} (commit {commit})"
 
 
 def _panel_counts(found: Iterable[Category]) -> str:
@@ -224,7 +223,7 @@ def _panel_counts(found: Iterable[Category]) -> str:
 def draw(results: Results) -> bytes:
     """The picture as PNG bytes. Raises Unavailable where matplotlib cannot be imported."""
     try:
-        import matplotlib
+        import matplotlib  # here, not at the top: matplotlib is the optional `picture` extra
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.colors import ListedColormap
         from matplotlib.figure import Figure

@@ -12,7 +12,7 @@ from tabulate import tabulate
 from harness.model import results as results_file
 from harness.model.cell import Cell
 from harness.model.columns import STYLES, Wrapping
-from harness.model.judging import FAILED, Verdict, by_row_and_style, counted_cells, judged, label, pass_counts, verdict
+from harness.model.judging import FAILED, Verdict, by_row_and_style, counted_cells, judged, outcome_label, pass_counts, verdict
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
 from harness.model.rows import Row
@@ -23,32 +23,31 @@ from harness.reporting.figures import figures
 
 def _environment_lines(results: Results) -> list[str]:
     fp = results.fingerprint
-    gpu = fp.get("gpu", {})
-    cxx = fp.get("compiler", {})
+    gpu, cxx, hypothesis = fp.gpu, fp.compiler, fp.hypothesis
     lines = []
-    if fp.get("mode") == "cpu-interpreter":
+    if fp.interpreter:
         lines.append(
             "> **No GPU: kernels ran in Triton's CPU interpreter (`TRITON_INTERPRET=1`).** PyTorch does not trace "
             "interpreted kernels, and Inductor/AOTInductor built CPU code, so this chart says how the harness "
             "behaves on CPU, not what a GPU user will see."
         )
         lines.append("")
-    device = f"{gpu.get('name')} (driver {gpu.get('driver')}, CUDA {fp.get('cuda')})" if gpu.get("available") else "CPU only"
+    device = f"{gpu.name} (driver {gpu.driver}, CUDA {fp.cuda})" if gpu.available else "CPU only"
     lines += [
         f"- device: {device}",
-        f"- torch {fp.get('torch')}, triton {fp.get('triton')}, Python {fp.get('python')}",
-        f"- C++ compiler: CXX={cxx.get('CXX')!s}, resolved `{cxx.get('path') or cxx.get('resolved')}` ({cxx.get('version')}); "
-        f"{fp.get('cmake') or 'no CMake'} for the C++ runtime's runner",
-        f"- hypothesis profile `{fp.get('hypothesis', {}).get('profile')}`: "
-        f"{fp.get('hypothesis', {}).get('max_examples')} examples a cell, derandomize={fp.get('hypothesis', {}).get('derandomize')}",
-        f"- commit {str((fp.get('git') or {}).get('commit'))[:12]}{' (dirty)' if (fp.get('git') or {}).get('dirty') else ''}, "
-        f"{fp.get('time')}, {fp.get('workers')} workers"
-        f"{f' (CPU threads per runner: {t})' if (t := fp.get('runner_threads')) else ''}, wall time {results.wall_time_s or 0:.0f} s",
-        f"- command: `{_shortened(str(fp.get('command')))}`; compile caches: {fp.get('caches', 'fresh')}",
+        f"- torch {fp.torch}, triton {fp.triton}, Python {fp.python}",
+        f"- C++ compiler: CXX={cxx.cxx!s}, resolved `{cxx.path or cxx.resolved}` ({cxx.version}); "
+        f"{fp.cmake or 'no CMake'} for the C++ runtime's runner",
+        f"- hypothesis profile `{hypothesis.profile}`: "
+        f"{hypothesis.max_examples} examples a cell, derandomize={hypothesis.derandomize}",
+        f"- commit {str(fp.commit)[:12]}{' (dirty)' if fp.git.dirty else ''}, "
+        f"{fp.time}, {fp.workers} workers"
+        f"{f' (CPU threads per runner: {t})' if (t := fp.runner_threads) else ''}, wall time {results.wall_time_s or 0:.0f} s",
+        f"- command: `{_shortened(str(fp.command))}`; compile caches: {fp.caches or 'fresh'}",
     ]
-    for rerun in fp.get("reruns", []):
-        lines.append(f"- {len(rerun['cells'])} cells re-run on commit {str(rerun.get('commit'))[:12]}, {rerun.get('time')} "
-                     f"(`{_shortened(str(rerun.get('command')))}`), their results replacing the earlier run's: "
+    for rerun in fp.reruns:
+        lines.append(f"- {len(rerun.cells)} cells re-run on commit {str(rerun.commit)[:12]}, {rerun.time} "
+                     f"(`{_shortened(str(rerun.command))}`), their results replacing the earlier run's: "
                      "results.json's fingerprint lists them under \"reruns\"")
     skipped: dict[str, set[str]] = defaultdict(set)
     for cell in results.cells:
@@ -206,7 +205,7 @@ def _findings(results: Results) -> list[str]:
                 continue
             if len(failed) <= len(passed):
                 for c in failed:
-                    odd[(c.case, "fails where most cases pass")][row].append(f"{style.title} ({label(c)})")
+                    odd[(c.case, "fails where most cases pass")][row].append(f"{style.title} ({outcome_label(c)})")
             else:
                 for c in passed:
                     odd[(c.case, "passes where most cases fail")][row].append(style.title)
@@ -283,7 +282,7 @@ def _control_entry(control: list[CellResult]) -> str:
     failed = [c for c in control if c.outcome in FAILED]
     if not failed:
         return f"passes ({len(control)}/{len(control)})"
-    how = sorted({label(c) for c in failed})
+    how = sorted({outcome_label(c) for c in failed})
     return f"**FAILS ({len(failed)}/{len(control)}): path broken here**: {', '.join(how)}"
 
 
@@ -360,7 +359,7 @@ def matrix(results: Results) -> str:
         grid: dict[str, dict[Wrapping, str]] = defaultdict(dict)
         for c in cells:
             ratio = speedup(c, by_cell)
-            grid[c.case][c.wrapping] = label(c) + (f", {ratio:.2f}x eager" if ratio is not None else "")
+            grid[c.case][c.wrapping] = outcome_label(c) + (f", {ratio:.2f}x eager" if ratio is not None else "")
         rows = [[case, *[grid[case].get(w, "") for w in Wrapping]] for case in sorted(grid)]
         out.append(tabulate(rows, headers=["case", *[w.value for w in Wrapping]], tablefmt="github"))
         details = [c for c in sorted(cells, key=lambda c: c.cell.id)
@@ -385,7 +384,7 @@ def _detail(cell: CellResult) -> list[str]:
         error = f"control {cell.blamed_on} fails too. {error}"
     if cell.flaky:
         error = f"FLAKY, {cell.flaky}. This run: {error}"
-    return [f"`{cell.cell.id}`", label(cell), cell_text(error), cell_text(cell.example or "")]
+    return [f"`{cell.cell.id}`", outcome_label(cell), cell_text(error), cell_text(cell.example or "")]
 
 
 def cell_text(text: str) -> str:

@@ -4,18 +4,20 @@ the command receives passed on to the runs it started."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from typing import Any, Iterator
+
+from harness.plugin import with_values_joined
 
 
 def matrix_plugin_args() -> list[str]:
     """`-p harness.plugin` where the package is not installed (a checkout run as `python -m harness`), so that
     pytest loads the plugin; nothing where its entry point loads it (naming it twice would fail)."""
-    from importlib.metadata import entry_points
-
     installed = any(ep.value == "harness.plugin" for ep in entry_points(group="pytest11"))
     return [] if installed else ["-p", "harness.plugin"]
 
@@ -23,8 +25,6 @@ def matrix_plugin_args() -> list[str]:
 def matrix_args(pytest_args: list[str]) -> list[str]:
     """pytest's arguments for a run of the matrix: the plugin where it is not installed, --matrix, and the
     given arguments with each matrix option's value joined to it (`--cases=X`)."""
-    from harness.plugin import with_values_joined
-
     return [*matrix_plugin_args(), "--matrix", *with_values_joined(pytest_args)]
 
 
@@ -40,8 +40,6 @@ def _die_with_parent() -> None:
     orphaned run still stops and writes its reports."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a shell's background job inherits SIGINT ignored
     try:
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass

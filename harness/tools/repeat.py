@@ -21,7 +21,7 @@ from tabulate import tabulate
 from harness.model.cell import Cell
 from harness.model.errors import ResultsError
 from harness.model.outcome import CellResult
-from harness.model.results import Results, load
+from harness.model.results import Results, load, write_atomic
 from harness.reporting import report
 from harness.reporting.diff import COMPARED, describe, signature
 from harness.tools.launch import forwarding_signals, matrix_command, start_matrix
@@ -84,7 +84,7 @@ def render(found: Repeatability, command: str | None = None) -> str:
             ["cells", *[str(len(r.cells)) for _, r in runs]],
             ["complete", *[str(r.complete) for _, r in runs]],
             ["wall time s", *[f"{r.wall_time_s or 0:.0f}" for _, r in runs]],
-            ["finished", *[str(r.fingerprint.get("time")) for _, r in runs]]]
+            ["finished", *[str(r.fingerprint.time) for _, r in runs]]]
     rows += [[name, *[str(get(r.fingerprint)) for _, r in runs]] for name, get in COMPARED]
     out += [tabulate(rows, headers=header, tablefmt="github"), ""]
     environments = {tuple(str(get(r.fingerprint)) for name, get in COMPARED if name != "commit") for _, r in runs}
@@ -111,7 +111,6 @@ def write(found: Repeatability, out_dir: str, command: str | None = None) -> lis
     """REPEAT.md, and the three reports of the first run with the differing cells labelled flaky."""
     written = report.write(combined(found), out_dir)
     path = os.path.join(out_dir, "REPEAT.md")
-    from harness.model.results import write_atomic
 
     write_atomic(path, render(found, command))
     return [path, *written]
@@ -126,7 +125,7 @@ def run(count: int, out_dir: str, pytest_args: list[str], concurrent: bool = Fal
     out_dir = os.path.abspath(out_dir)
     env_per_run: list[dict[str, str]] = [{} for _ in range(count)]
     if concurrent:
-        import torch
+        import torch  # here, not at the top: keeps torch out of the torch-free tools
 
         gpus = torch.cuda.device_count()
         if gpus < count:

@@ -1,3 +1,4 @@
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -7,7 +8,7 @@ import pytest
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.rows import Row
-from harness.model.settings import Settings
+from harness.model.settings import DEFAULT_PROFILE, PROFILES, Settings
 from harness.runner import Runner, runner_env
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted.py")
@@ -23,9 +24,14 @@ def planted_runner():
 
 @pytest.fixture
 def run_planted(planted_runner):
-    def run(case, wrapping="raw", row="eager", timeout=120.0, runner=None, **settings):
+    def run(case, wrapping="raw", row="eager", timeout=120.0, runner=None, **given):
         runner = runner or planted_runner
         cell = Cell(case, Wrapping(wrapping), Row(row))
-        return runner.run(cell, Settings(**{"max_examples": 10, **settings}, workdir=runner.workdir), timeout)
+        # Each keyword is a Settings field (packages=, caches=) or a profile's (max_examples=, dtypes_per_cell=).
+        run_fields = {f.name for f in dataclasses.fields(Settings)}
+        profile = dataclasses.replace(PROFILES[DEFAULT_PROFILE], name="tests",
+                                      **{"max_examples": 10, **{k: v for k, v in given.items() if k not in run_fields}})
+        return runner.run(cell, Settings(profile=profile, **{"workdir": runner.workdir, **{k: v for k, v in given.items() if k in run_fields}}),
+                          timeout)
 
     return run

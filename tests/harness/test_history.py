@@ -10,6 +10,7 @@ import pytest
 from harness.__main__ import main as cli
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
+from harness.model.fingerprint import Fingerprint
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results, save
 from harness.model.rows import Row
@@ -18,8 +19,8 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 def fingerprint(torch, triton, profile="matrix", commit="0123456789abcdef"):
-    return {"mode": "gpu", "torch": torch, "triton": triton, "cuda": "13.0", "gpu": {"available": True, "name": "NVIDIA H200"},
-            "compiler": {"CXX": "g++"}, "hypothesis": {"profile": profile, "max_examples": 20}, "git": {"commit": commit}}
+    return Fingerprint.from_json({"mode": "gpu", "torch": torch, "triton": triton, "cuda": "13.0", "gpu": {"available": True, "name": "NVIDIA H200"},
+                                  "compiler": {"CXX": "g++"}, "hypothesis": {"profile": profile, "max_examples": 20}, "git": {"commit": commit}})
 
 
 OLDEST, MIDDLE, NEWEST = fingerprint("2.10.0", "3.5.0"), fingerprint("2.11.0", "3.6.0", "quick"), fingerprint("2.12.0", "3.7.0")

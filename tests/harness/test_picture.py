@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from harness.model.cell import Cell
+from harness.model.fingerprint import Fingerprint
 from harness.model.judging import judged
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results, load, save
@@ -45,8 +46,8 @@ EXPECTED = {  # written out, not derived from harness.reporting.picture: the tes
     "beta-control-aoti_strict": picture.CRASH,
     NEVER_REPORTED: picture.NOT_REPORTED,
 }
-FINGERPRINT = {"mode": "gpu", "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0", "gpu": {"available": True, "name": "H200"},
-               "git": {"commit": "0123456789abcdef"}}
+FINGERPRINT = Fingerprint.from_json({"mode": "gpu", "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0",
+                                     "gpu": {"available": True, "name": "H200"}, "git": {"commit": "0123456789abcdef"}})
 
 
 def planted() -> Results:
@@ -130,8 +131,8 @@ def test_without_matplotlib_support_says_how_to_get_the_picture_and_an_earlier_p
     out.mkdir()
     (out / picture.FILENAME).write_bytes(b"a picture of other results")
     code = WITHOUT_MATPLOTLIB + (
-        "from harness.reporting import picture; from harness.model.results import Results\n"
-        "try:\n    picture.draw(Results(fingerprint={}, cells=[]))\nexcept picture.Unavailable as exc:\n    print('UNAVAILABLE', exc)\n"
+        "from harness.reporting import picture; from harness.model.results import Results; from harness.model.fingerprint import Fingerprint\n"
+        "try:\n    picture.draw(Results(fingerprint=Fingerprint(), cells=[]))\nexcept picture.Unavailable as exc:\n    print('UNAVAILABLE', exc)\n"
         f"from harness.__main__ import main; sys.exit(main(['report', {str(results_path)!r}, '--out', {str(out)!r}]))"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

@@ -96,7 +96,7 @@ def test_one_process_per_cell_when_asked(run_planted):
 
 
 def test_the_cases_own_code_raising_is_the_cases_error_not_the_harness(run_planted):
-    from harness.model.judging import label
+    from harness.model.judging import outcome_label
 
     refused = run_planted("planted_inputs_fail_on_large_shapes")
     assert (refused.outcome, refused.stage, refused.fault) == (Outcome.ERROR, Stage.SETUP, "case")
@@ -104,7 +104,7 @@ def test_the_cases_own_code_raising_is_the_cases_error_not_the_harness(run_plant
     raising = run_planted("planted_reference_raises", wrapping="control")
     assert (raising.outcome, raising.stage, raising.fault) == (Outcome.ERROR, Stage.REFERENCE, "case")
     assert (raising.error_type, raising.message) == ("ArithmeticError", "planted: the reference raises")
-    assert label(raising) == "case error @reference"
+    assert outcome_label(raising) == "case error @reference"
 
 
 def test_another_summation_order_is_not_a_wrong_answer_but_a_mistake_still_is(run_planted):

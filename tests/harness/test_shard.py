@@ -6,6 +6,7 @@ import pytest
 
 from harness.model.cell import Cell, all_cells
 from harness.model.errors import UsageError
+from harness.model.fingerprint import Fingerprint
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
 from harness.model.rows import Row
@@ -81,7 +82,7 @@ def test_costs_from_an_earlier_run_use_each_cells_work_then_its_rows_mean():
         results.append(r)
     skipped = CellResult(cells[2], Outcome.SKIPPED)
     skipped.timings.work = 0.01
-    cost = shard.costs_from(Results(fingerprint={}, cells=[*results, skipped]))
+    cost = shard.costs_from(Results(fingerprint=Fingerprint(), cells=[*results, skipped]))
     assert cost(cells[0]) == 10.0 and cost(cells[1]) == 20.0
     assert cost(cells[2]) == 0.01  # a cell that was skipped there costs what it cost there
     assert cost(cells[3]) == 15.0  # never ran there: its row's mean
@@ -89,7 +90,7 @@ def test_costs_from_an_earlier_run_use_each_cells_work_then_its_rows_mean():
 
 
 def _part(index: int, count: int, cells: list[Cell]) -> Results:
-    return Results(fingerprint={"mode": "gpu", "torch": "2.11", "shard": {"index": index, "count": count}},
+    return Results(fingerprint=Fingerprint.from_json({"mode": "gpu", "torch": "2.11", "shard": {"index": index, "count": count}}),
                    cells=[CellResult(c, Outcome.PASS) for c in cells])
 
 
@@ -99,7 +100,7 @@ def test_merging_every_part_of_a_split_gives_one_complete_chart_that_says_which_
     parts = shard.partition(all_cells(["a", "b", "c"]), row_cost, 3)
     merged = merge([(f"part{k}.json", _part(k, 3, cells)) for k, cells in enumerate(parts, 1)])
     assert merged.complete and merged.interrupted is None and len(merged.cells) == len(all_cells(["a", "b", "c"]))
-    assert merged.fingerprint["shards"] == {"count": 3, "merged": [1, 2, 3]} and "shard" not in merged.fingerprint
+    assert merged.fingerprint.shards.to_json() == {"count": 3, "merged": [1, 2, 3]} and merged.fingerprint.shard is None
 
 
 def test_a_part_left_out_of_the_merge_marks_the_chart_incomplete_and_names_the_part():
@@ -143,7 +144,7 @@ def test_parts_balanced_by_different_timings_do_not_merge():
     from harness.model.results import merge
 
     first, second = _part(1, 2, all_cells(["a"])), _part(2, 2, all_cells(["b"]))
-    first.fingerprint["shard"]["timings_sha256"], second.fingerprint["shard"]["timings_sha256"] = "aaaa", "bbbb"
+    first.fingerprint.shard.timings_sha256, second.fingerprint.shard.timings_sha256 = "aaaa", "bbbb"
     with pytest.raises(ResultsError, match="a part of another split than a.json's"):
         merge([("a.json", first), ("b.json", second)])
 
@@ -157,7 +158,7 @@ def test_a_merged_chart_merges_again_with_the_parts_it_lacked():
     assert not again.complete and again.interrupted == partial.interrupted
     assert again.interrupted == "parts 2/3, 3/3 of the --shard split not merged: their cells are not in this chart"
     whole = merge([("merged.json", partial), ("part2.json", _part(2, 3, parts[1])), ("part3.json", _part(3, 3, parts[2]))])
-    assert whole.complete and whole.interrupted is None and whole.fingerprint["shards"] == {"count": 3, "merged": [1, 2, 3]}
+    assert whole.complete and whole.interrupted is None and whole.fingerprint.shards.to_json() == {"count": 3, "merged": [1, 2, 3]}
 
 
 def test_the_two_heaviest_groups_go_to_different_parts_whatever_their_names():

@@ -11,6 +11,7 @@ import torch
 from harness.environment import vec_isa
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
+from harness.model.fingerprint import Fingerprint
 from harness.model.outcome import CellResult, Memory, Outcome, Timings
 from harness.model.results import Results, load
 from harness.model.rows import Row
@@ -34,7 +35,7 @@ def test_figures_bound_efficiency_overhead_and_memory_growth():
         _cell("c-raw-eager", 20.0, 20.1, "gw0", allocated=5.0, finished=3),
         _cell("d-raw-eager", 0.0, 99.0, "gw1", outcome=Outcome.CRASH, allocated=None, finished=4),
     ]
-    results = Results(fingerprint={"workers": 2}, cells=cells)
+    results = Results(fingerprint=Fingerprint(workers=2), cells=cells)
     f = speed.figures(results, wall_s=40.0)
     assert f.work_s == 60.0 and f.longest_cell == "b-raw-eager"
     assert f.bound_s == 30.0  # max(30, 60 / 2)
@@ -46,11 +47,11 @@ def test_figures_bound_efficiency_overhead_and_memory_growth():
     growth = {w.worker: w for w in f.per_worker}
     assert growth["gw0"].gpu_growth_max_step_mb == pytest.approx(4.0)  # 1 MB after a-, 5 MB after c-
     assert growth["gw1"].gpu_growth_max_step_mb == 0.0
-    text = speed.render(f, {"gpu": {"name": "test GPU"}}, "python -m harness bench")
+    text = speed.render(f, Fingerprint.from_json({"gpu": {"name": "test GPU"}}), "python -m harness bench")
     assert "efficiency                   0.750" in text and "| gw0 | 2 | 900 |" in text
     assert "CPU time per core" not in text  # without the machine's core count there is none
     f.cpu_s, f.cores = 48.0, 4
-    assert "CPU time per core            12.0 s = the cells' CPU time / 4 cores" in speed.render(f, {}, "python -m harness bench")
+    assert "CPU time per core            12.0 s = the cells' CPU time / 4 cores" in speed.render(f, Fingerprint(), "python -m harness bench")
 
 
 def test_version_1_results_files_still_load_with_their_timings_renamed():
@@ -201,9 +202,9 @@ def test_a_matrix_run_records_the_vector_isa_probe_in_its_fingerprint(tmp_path):
 def test_the_runner_starts_with_pytest_only_where_matrix_cells_will_run(workers, worker, collect_only, expected):
     from types import SimpleNamespace
 
-    from harness.plugin import _runs_cells_here
+    from harness.plugin.options import runs_cells_here
 
     config = SimpleNamespace(option=SimpleNamespace(collectonly=collect_only, numprocesses=workers))
     if worker:
         config.workerinput = {}
-    assert _runs_cells_here(config) is expected
+    assert runs_cells_here(config) is expected

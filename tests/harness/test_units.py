@@ -17,6 +17,7 @@ from harness.execution.numerics import assert_close
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import Mismatch, ResultsError
+from harness.model.fingerprint import Fingerprint, GitCommit
 from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results, dumps, load, merge, save
@@ -139,7 +140,7 @@ def _result(cell_id, outcome=Outcome.PASS, stage=None):
     return CellResult(Cell.parse(cell_id), outcome, stage=stage)
 
 
-FINGERPRINT = {"mode": "gpu", "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0", "gpu": {"name": "H200"}, "compiler": {"CXX": "g++"}}
+FINGERPRINT = Fingerprint.from_json({"mode": "gpu", "torch": "2.11.0", "triton": "3.6.0", "cuda": "13.0", "gpu": {"name": "H200"}, "compiler": {"CXX": "g++"}})
 
 
 def test_environment_blame_needs_the_control_to_fail_no_later_than_the_cell():
@@ -236,7 +237,7 @@ def test_report_command_merges_split_runs_of_one_environment(tmp_path, capsys):
     assert {c.cell.id for c in merged.cells} == {"add-raw-eager", "add-raw-aoti_strict"}
 
     other = tmp_path / "c.json"
-    save(Results(fingerprint={**FINGERPRINT, "torch": "2.12.0"}, cells=[_result("add-raw-export_strict")]), str(other))
+    save(Results(fingerprint=dataclasses.replace(FINGERPRINT, torch="2.12.0"), cells=[_result("add-raw-export_strict")]), str(other))
     with pytest.raises(ResultsError, match="different environment"):
         merge([(str(first), load(str(first))), (str(other), load(str(other)))])
     assert cli(["report", str(first), str(first), "--out", str(tmp_path / "out")]) == 2
@@ -247,19 +248,19 @@ def test_a_rerun_folded_over_a_full_run_replaces_its_cells_and_the_chart_says_wh
     full, rerun = tmp_path / "full.json", tmp_path / "rerun.json"
     save(Results(fingerprint=FINGERPRINT, cells=[_result("add-raw-eager"), _result("add-raw_autograd-export_strict", Outcome.FAIL, Stage.EXPORT)],
                  wall_time_s=100.0), str(full))
-    later = {**FINGERPRINT, "git": {"commit": "abc1234"}, "command": "pytest --matrix -k raw_autograd", "time": "T2"}
+    later = dataclasses.replace(FINGERPRINT, git=GitCommit(commit="abc1234"), command="pytest --matrix -k raw_autograd", time="T2")
     save(Results(fingerprint=later, cells=[_result("add-raw_autograd-export_strict")], wall_time_s=5.0), str(rerun))
     assert cli(["report", str(full), str(rerun), "--rerun", "--out", str(tmp_path / "out")]) == 0
     merged = load(str(tmp_path / "out" / "results.json"))
     outcomes = {c.cell.id: c.outcome for c in merged.cells}
     assert outcomes == {"add-raw-eager": Outcome.PASS, "add-raw_autograd-export_strict": Outcome.PASS}
     assert merged.complete and merged.wall_time_s == 100.0
-    [record] = merged.fingerprint["reruns"]
-    assert (record["file"], record["commit"], record["cells"]) == (str(rerun), "abc1234", ["add-raw_autograd-export_strict"])
+    [record] = merged.fingerprint.reruns
+    assert (record.file, record.commit, record.cells) == (str(rerun), "abc1234", ["add-raw_autograd-export_strict"])
     assert "1 cells re-run on commit abc1234, T2 (`pytest --matrix -k raw_autograd`)" in (tmp_path / "out" / "SUPPORT.md").read_text()
     # the folded chart renders alone again, keeping its record of the re-run
     assert cli(["report", str(tmp_path / "out" / "results.json"), "--out", str(tmp_path / "again")]) == 0
-    assert load(str(tmp_path / "again" / "results.json")).fingerprint["reruns"] == [record]
+    assert load(str(tmp_path / "again" / "results.json")).fingerprint.reruns == [record]
 
 
 def test_tutorial_chart_marks_where_measurements_disagree():
@@ -292,7 +293,7 @@ def test_warnings_pytorch_logs_during_a_cell_are_kept_even_from_non_propagating_
     import logging
 
     from harness.execution.execute import _captured_warnings
-    from harness.model.judging import label
+    from harness.model.judging import outcome_label
 
     result = _result("add-raw-compile_fullgraph")
     dynamo = logging.getLogger("torch._dynamo")
@@ -300,7 +301,7 @@ def test_warnings_pytorch_logs_during_a_cell_are_kept_even_from_non_propagating_
         dynamo.warning("Encountered an exception in identify_mutated_tensors, assuming every input is mutated")
         logging.getLogger("torch._inductor.foo").info("not a warning")
     assert result.warnings == ["Encountered an exception in identify_mutated_tensors, assuming every input is mutated"]
-    assert label(result) == "pass, assumes every input mutated"
+    assert outcome_label(result) == "pass, assumes every input mutated"
 
 
 def test_scalar_inputs_are_drawn_where_the_artifact_is_made_per_call_and_fixed_where_it_is_traced():
@@ -360,17 +361,17 @@ def test_a_long_command_is_shortened_in_the_markdown_and_kept_whole_in_results(t
     from harness.reporting import report
 
     results = load(os.path.join(os.path.dirname(__file__), "data", "results-v1.json"))
-    results.fingerprint["command"] = "pytest " + " ".join(f"--deselect=harness/plugin/matrix.py::test_cell[c{n}]" for n in range(500))
+    results.fingerprint.command = "pytest " + " ".join(f"--deselect=harness/plugin/matrix.py::test_cell[c{n}]" for n in range(500))
     report.write(results, str(tmp_path))
     support = (tmp_path / "SUPPORT.md").read_text()
-    assert f"({len(results.fingerprint['command'])} characters in all, in results.json)" in support
+    assert f"({len(results.fingerprint.command)} characters in all, in results.json)" in support
     assert "[c499]" not in support and "[c499]" in (tmp_path / "results.json").read_text()
 
 
 def test_an_interrupt_while_the_reports_are_written_waits_until_they_are_done():
     import signal
 
-    from harness.plugin import signals_deferred
+    from harness.plugin.controller import signals_deferred
 
     before = signal.getsignal(signal.SIGINT)
     with signals_deferred() as received:
@@ -558,7 +559,7 @@ def test_findings_name_the_case_on_the_smaller_side_of_each_row_and_style():
     def cell(name, outcome, **kw):
         return CellResult(Cell.parse(name), outcome, **kw)
 
-    results = Results(fingerprint={}, cells=[
+    results = Results(fingerprint=Fingerprint(), cells=[
         cell("a-raw-eager", Outcome.PASS), cell("b-raw-eager", Outcome.PASS),
         cell("c-raw-eager", Outcome.WRONG, max_error=2.0),
         cell("a-raw-compile_default", Outcome.PASS),

@@ -1,0 +1,91 @@
+"""What this machine has, read for a run's fingerprint (harness.model.fingerprint): versions, GPU, compiler, commit."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import shutil
+import subprocess
+import sys
+
+from harness.model.fingerprint import INTERPRETER, Compiler, Fingerprint, GitCommit, Gpu, ProfileUsed
+from harness.model.settings import Profile
+
+
+def _run(*cmd: str) -> str | None:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip()
+    return text.splitlines()[0].strip() if out.returncode == 0 and text else None
+
+
+def compiler() -> Compiler:
+    """The C++ compiler Inductor and AOTInductor will call, as CXX and Inductor's own search see it."""
+    try:
+        from torch._inductor import (
+            cpp_builder,  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
+        )
+
+        resolved = cpp_builder.get_cpp_compiler()
+    except Exception as exc:  # noqa: BLE001 - recorded, not fatal
+        resolved = f"unknown ({type(exc).__name__}: {exc})"
+    path = shutil.which(resolved) if resolved and not resolved.startswith("unknown") else None
+    return Compiler(cxx=os.environ.get("CXX"), resolved=resolved, path=os.path.realpath(path) if path else None,
+                    version=_run(resolved, "--version") if path else None)
+
+
+def gpu() -> Gpu:
+    import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
+
+    if not torch.cuda.is_available():
+        return Gpu(available=False)
+    query = _run("nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader")
+    name, driver, memory = ([s.strip() for s in query.split(",")] + [None, None, None])[:3] if query else (None, None, None)
+    return Gpu(available=True, name=name or torch.cuda.get_device_name(0), count=torch.cuda.device_count(), driver=driver,
+               memory=memory, capability=".".join(map(str, torch.cuda.get_device_capability(0))))
+
+
+def git_commit() -> GitCommit:
+    # GIT_COMMIT, when set, names the commit of a copied tree (CI runners copy trees, sometimes with a
+    # stale .git): it wins over what git says.
+    if os.environ.get("GIT_COMMIT"):
+        return GitCommit(commit=os.environ["GIT_COMMIT"], source="GIT_COMMIT")
+    here = os.path.dirname(os.path.abspath(__file__))
+    commit = _run("git", "-C", here, "rev-parse", "HEAD")
+    dirty = None
+    if commit:
+        try:
+            status = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=30)
+            dirty = bool(status.stdout.strip())
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return GitCommit(commit=commit, dirty=dirty)
+
+
+def fingerprint(interpreter: bool, profile: Profile, workers: int, caches: str = "fresh") -> Fingerprint:
+    import hypothesis  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
+    import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
+    import triton
+
+    recorded = profile.to_json()
+    return Fingerprint(
+        mode=INTERPRETER if interpreter else "gpu",
+        torch=torch.__version__,
+        triton=triton.__version__,
+        cuda=torch.version.cuda,
+        gpu=gpu(),
+        python=platform.python_version(),
+        platform=platform.platform(),
+        cpus=os.cpu_count(),
+        compiler=compiler(),
+        cmake=_run("cmake", "--version"),
+        hypothesis=ProfileUsed.from_json({"version": hypothesis.__version__, **recorded}),
+        git=git_commit(),
+        workers=workers,
+        caches=caches,
+        command=" ".join(["pytest" if "pytest" in sys.argv[0] else os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+        time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    )

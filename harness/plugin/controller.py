@@ -1,0 +1,263 @@
+"""The role of the process that started the run: it collects every cell's report, says what the run will do and
+how far it got, notices workers that died, and alone writes the reports, once, at the end."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from harness.environment import machine, vec_isa
+from harness.model import results as results_file
+from harness.model.cell import Cell, all_cells
+from harness.model.fingerprint import ShardPart
+from harness.model.judging import blame_environment
+from harness.model.outcome import CellResult, Outcome
+from harness.model.results import Results
+from harness.model.settings import PROFILES
+from harness.plugin import estimate
+from harness.plugin.options import DEFAULT_REPORT_DIR, PARTIAL, case_specs, loaded, profile_name, run_caches, shard_of
+from harness.plugin.status import result_of
+from harness.reporting import report
+from harness.runner import INDUCTOR_CACHE, runner_threads
+
+PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[list[str]]:
+    """Ctrl-C and SIGTERM are noted, not obeyed, while the reports are written (seconds): a second
+    interrupt, or a time limit that strikes then, must not lose the cells that ran."""
+    received: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signal.Signals(signum).name))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class MatrixController:
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.results: dict[Cell, CellResult] = {}
+        self.collected: set[Cell] = set()
+        self.started = time.time()
+        self.run_caches = tempfile.mkdtemp(prefix="tcm-caches-")
+        self.stopped_by: str | None = None
+        self._announced = False
+        self._summary: list[tuple[str, dict[str, bool]]] = []  # said at the end, after pytest's summary
+        self._progress_said, self._progress_tenth = time.time(), 0
+        self._sigterm: Any = None
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
+            self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
+
+    def _terminated(self, signum: int, frame: Any) -> None:
+        self.stopped_by = "SIGTERM"
+        raise KeyboardInterrupt("SIGTERM")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["tcm_run_caches"] = self.run_caches
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._sigterm is not None:
+            signal.signal(signal.SIGTERM, self._sigterm)
+        shutil.rmtree(self.run_caches, ignore_errors=True)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._collected([item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._collected(ids)
+
+    def _collected(self, nodeids: list[str]) -> None:
+        """The cells this run will run (after -k, --lf and the like): say once what the run will do."""
+        first = not self.collected and not self._announced
+        self.collected |= {cell for nodeid in nodeids if (cell := Cell.of_test(nodeid))}
+        if first and not self.config.option.collectonly:
+            self._announced = True
+            self._say(estimate.announce(self._plan()))
+
+    def _plan(self) -> estimate.Plan:
+        import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
+
+        cases = loaded(self.config).cases
+        workers = getattr(self.config.option, "numprocesses", None)
+        return estimate.Plan(cells=sorted(self.collected), all_cells=len(all_cells(list(cases))), cases=cases,
+                             specs=case_specs(self.config), profile=profile_name(self.config),
+                             gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+                             workers=workers if isinstance(workers, int) and workers > 0 else 1,
+                             report_dir=self.report_dir(), shard=shard_of(self.config))
+
+    def report_dir(self) -> str:
+        """--report-dir; else `reports`, or `reports/partial` for a run of part of the matrix (-k, --lf, a cell
+        named on the command line): a look at a few cells must not overwrite the whole chart."""
+        chosen = self.config.getoption("report_dir")
+        if chosen:
+            return chosen
+        part = shard_of(self.config)
+        if part is not None:
+            return os.path.join(DEFAULT_REPORT_DIR, part.name)
+        whole = self.collected >= set(all_cells(list(loaded(self.config).cases)))
+        return DEFAULT_REPORT_DIR if whole else os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
+
+    def _say(self, text: str, **markup: bool) -> None:
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is None:
+            return
+        if getattr(getattr(terminal, "_tw", None), "width_of_current_line", 0):
+            terminal.write("\n")  # after a row of progress letters
+        for line in text.splitlines():
+            terminal.write_line(f"triton-compat-matrix: {line}", **markup)
+
+    def blamed_on_environment(self, report: pytest.TestReport) -> bool:
+        """Does this cell fail where its control, already reported, failed too? (The reports settle it for
+        every cell; `-v` can only know the controls that finished first, which the run schedules first.)"""
+        cell = Cell.of_test(report.nodeid)
+        control = self.results.get(cell.control()) if cell else None
+        result = result_of(report)
+        if control is None or result is None:
+            return False
+        return blame_environment([result, control])[0].blamed_on is not None
+
+    @pytest.hookimpl(trylast=True)  # after pytest's --lf plugin, which forgets a test that passed
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        cell = Cell.of_test(report.nodeid)
+        if cell is None:
+            return
+        result = result_of(report)
+        if result is not None:
+            self.results[cell] = result
+        if report.failed and cell not in self.results:
+            # No result came back: the pytest worker died (xdist reports it so), or the harness broke.
+            text = str(report.longrepr or "")
+            died = "crashed" in text or report.when == "???"
+            self.results[cell] = CellResult(
+                cell, Outcome.CRASH if died else Outcome.ERROR, fault=None if died else "harness",
+                message=("the pytest worker running this cell died: " if died else "harness error: ")
+                + (text.strip().splitlines() or [""])[-1][:300],
+            )
+        if result is not None and result.outcome not in (Outcome.PASS, Outcome.SKIPPED):
+            # pytest's --lf reruns the tests that failed; a cell that did not pass is one to rerun, though its test passed.
+            last_failed = self.config.pluginmanager.get_plugin("lfplugin")
+            if last_failed is not None:
+                last_failed.lastfailed[report.nodeid] = True
+        if report.when == "teardown" and result is not None:
+            # Every tenth of the run, and at least every PROGRESS_EVERY_S seconds.
+            tenth = 10 * len(self.results) // max(1, len(self.collected))
+            if tenth > self._progress_tenth or time.time() - self._progress_said >= PROGRESS_EVERY_S:
+                self._progress_said, self._progress_tenth = time.time(), tenth
+                self._say(estimate.progress(self.results.values(), len(self.collected), time.time() - self.started))
+
+    # Before xdist's own sessionfinish, which shuts its workers down (seconds to minutes while they close their
+    # runners): every result is in by then, and a time limit that strikes during that shutdown must find the
+    # reports written.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.config.option.collectonly:  # nothing ran: the reports of the last real run stay as they are
+            return
+        with signals_deferred() as received:
+            self._write_reports(session)
+        if received:
+            self._summary.append((f"{', '.join(received)} arrived while the reports were written; they were finished first", {}))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """What the run wrote, after pytest's own summary of the tests."""
+        for text, markup in self._summary:
+            self._say(text, **markup)
+
+    def _write_reports(self, session: pytest.Session) -> None:
+        # Read here, not from the workers: a -k selection, or every case broken, must not hide them.
+        problems = loaded(self.config).problems
+        if problems and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
+
+        profile = profile_name(self.config)
+        workers = getattr(self.config.option, "numprocesses", None)
+        missing = sorted(cell.id for cell in self.collected - set(self.results))
+        cache_dir = self.config.getoption("cache_dir")
+        fingerprint = machine.fingerprint(interpreter=not torch.cuda.is_available(), profile=PROFILES[profile],
+                                          workers=workers if isinstance(workers, int) else 1,
+                                          caches=f"reused from {os.path.abspath(cache_dir)}" if cache_dir else "fresh")
+        fingerprint.vec_isa = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))
+        fingerprint.runner_threads = runner_threads(fingerprint.workers or 1)
+        part = shard_of(self.config)
+        if part is not None:  # `harness report` checks that the parts it merges are all of them
+            timings = self.config.getoption("shard_timings")
+            fingerprint.shard = ShardPart(index=part.index, count=part.count, balanced_by=timings or "the estimate's row means")
+            if timings:  # the same file under another path on another runner is the same split
+                with open(timings, "rb") as f:
+                    fingerprint.shard.timings_sha256 = hashlib.sha256(f.read()).hexdigest()
+        results = Results(
+            fingerprint=fingerprint,
+            cells=list(self.results.values()),
+            complete=not missing,
+            missing=missing,
+            wall_time_s=round(time.time() - self.started, 1),
+            problems=[p.to_json() for p in problems],
+            interrupted=self._why_stopped(session) if missing else None,
+        )
+        report_dir = self.report_dir()
+        written = report.write(results, report_dir)
+        baseline_notes = self._baseline(results)
+        counts: dict[str, int] = {}
+        for c in results.cells:
+            key = "env" if c.blamed_on else c.outcome.value
+            counts[key] = counts.get(key, 0) + 1
+        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        say = self._summary.append
+        say((f"{len(results.cells)} cells ({summary}); wrote {', '.join(written)}", {}))
+        if report_dir != DEFAULT_REPORT_DIR and not self.config.getoption("report_dir"):
+            say((f"this run was part of the matrix, so it wrote to {report_dir}, leaving a whole run's reports in "
+                 f"{DEFAULT_REPORT_DIR} as they were (--report-dir chooses)", {}))
+        if missing:
+            why = f" ({results.interrupted})" if results.interrupted else ""
+            say((f"INCOMPLETE{why}, {len(missing)} cells never reported", {"red": True}))
+        for problem in problems:
+            say((f"LEFT OUT {problem}", {"red": True}))
+        for note in baseline_notes:
+            say((note, {}))
+
+    def _why_stopped(self, session: pytest.Session) -> str | None:
+        if self.stopped_by:
+            return self.stopped_by
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+            return "interrupted (Ctrl-C)"
+        if session.shouldstop:
+            return f"stopped: {session.shouldstop}"
+        return None
+
+    def _baseline(self, results: Any) -> list[str]:
+        """With --accept, rewrite the baseline (keeping its flaky marks); say which baseline cells did not run."""
+        path = self.config.getoption("baseline")
+        if path is None:
+            return []
+        old = results_file.load(path) if os.path.exists(path) else None
+        notes = []
+        if old is not None:
+            absent = sorted(cell.id for cell in set(old.by_cell()) - {c.cell for c in results.cells})
+            if absent:
+                notes.append(f"{len(absent)} baseline cells did not run: {', '.join(absent[:10])}")
+        if self.config.getoption("accept"):
+            flaky = {c.cell: c.flaky for c in old.cells if c.flaky} if old else {}
+            for cell in results.cells:
+                cell.flaky = flaky.get(cell.cell)
+            results_file.save(results, path)
+            notes.append(f"accepted this run's outcomes as the baseline {path}")
+        return notes

@@ -1,0 +1,127 @@
+"""The matrix's options, and what a run's processes read from them: the profile, the cases, the shared directories."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from harness.authoring import registry
+from harness.model.settings import DEFAULT_PROFILE, INTERPRETER_PROFILE, PROFILES
+from harness.plugin import shard
+
+# The plugin's roles, by the names they are registered under (pytest's plugin manager finds them by these).
+WORKER, CONTROLLER, SHARD = "tcm-worker", "tcm-controller", "tcm-shard"
+DEFAULT_REPORT_DIR = "reports"
+PARTIAL = "partial"  # where a run of part of the matrix writes, under the default report directory
+
+# The options that only mean something to the matrix, with the value that says "not given".
+MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": 0,
+                   "cache_dir": None, "runner_logs": None, "perf": False, "baseline": None, "accept": False, "shard": None,
+                   "shard_timings": None}
+_LOADED = pytest.StashKey[registry.Loaded]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("triton-compat-matrix")
+    group.addoption("--matrix", action="store_true",
+                    help="run the matrix of cases x wrapping styles x compile paths (as `triton-compat-matrix run` does); "
+                         "without it this plugin changes nothing")
+    group.addoption("--cases", action="append", default=None, metavar="MODULE_OR_FILE",
+                    help="case module, package or .py file (repeatable); default: the built-in cases (harness.cases)")
+    group.addoption("--report-dir", default=None,
+                    help=f"where SUPPORT.md, MATRIX.md and results.json go (default: {DEFAULT_REPORT_DIR}, or {DEFAULT_REPORT_DIR}/{PARTIAL} "
+                         "for a run of part of the matrix, such as -k or --lf, so that it never overwrites a whole run's chart)")
+    group.addoption("--matrix-profile", default=None, choices=sorted(PROFILES),
+                    help="how many hypothesis examples a cell checks (default: matrix with a CUDA device, quick without one)")
+    group.addoption("--cell-timeout", action="append", default=[], metavar="[ROW=]S",
+                    help="seconds a cell may take: S for every cell, ROW=S for a path or kind (aoti=1800); repeatable")
+    group.addoption("--cells-per-process", type=int, default=0,
+                    help="replace the runner process after this many cells (1: a fresh process per cell; 0: only after a fault)")
+    group.addoption("--cache-dir", default=None, metavar="DIR",
+                    help="reuse the Inductor and Triton compile caches in DIR, kept between runs "
+                         "(default: fresh caches for every run, so an old cache cannot hide a compile failure)")
+    group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR (runner-WORKER-N.log)")
+    group.addoption("--perf", action="store_true",
+                    help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "
+                         "run without -n, so cells do not share the GPU")
+    group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
+                    help="fail a cell whose outcome differs from this earlier run's (regressed, improved or failing differently)")
+    group.addoption("--accept", action="store_true", help="with --baseline: rewrite the baseline with this run's outcomes")
+    group.addoption("--shard", default=None, metavar="K/N",
+                    help="run part K of N balanced parts of the cells (a CI job matrix: one runner a part, the same options "
+                         "on each); `python -m harness report` merges the parts' results.json files. Default report "
+                         f"directory: {DEFAULT_REPORT_DIR}/shard-K-of-N")
+    group.addoption("--shard-timings", default=None, metavar="RESULTS_JSON",
+                    help="with --shard: balance the parts by each cell's work in this earlier run "
+                         "(default: the measured mean of each row, as the run's estimate uses)")
+
+
+def with_values_joined(args: list[str]) -> list[str]:
+    """`--cases X` as `--cases=X`, for each option of the matrix that takes a value. pytest picks its rootdir
+    (and ini file and .pytest_cache) from the command line's paths before any plugin is loaded, so it takes the
+    X of `--cases X` for a test path and roots the run there; `--cases=X` it leaves alone."""
+    valued = {"--" + name.replace("_", "-") for name, unset in MATRIX_OPTIONS.items() if unset is not False}
+    joined: list[str] = []
+    args = list(args)
+    while args:
+        arg = args.pop(0)
+        joined.append(f"{arg}={args.pop(0)}" if arg in valued and args else arg)
+    return joined
+
+
+def requested(config: pytest.Config) -> bool:
+    """Does this run ask for the matrix? Without --matrix the plugin only adds its options."""
+    return bool(config.getoption("matrix", False))
+
+
+def runs_cells_here(config: pytest.Config) -> bool:
+    """Will this process run matrix cells: a worker, or a run without workers?"""
+    return not config.option.collectonly and (hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None))
+
+
+def profile_name(config: pytest.Config) -> str:
+    """The run's profile: the one chosen, else `matrix` with a CUDA device and `quick` on Triton's CPU interpreter
+    (a newcomer's first run on a laptop must end in minutes; the chart's real answers come from a GPU)."""
+    chosen = config.getoption("matrix_profile")
+    if chosen:
+        return chosen
+    import torch  # here, not at the top: the torch-free tools (report, diff) import these options' names
+
+    return DEFAULT_PROFILE if torch.cuda.is_available() else INTERPRETER_PROFILE
+
+
+def case_specs(config: pytest.Config) -> list[str]:
+    return config.getoption("cases") or [registry.BUILTIN]
+
+
+def loaded(config: pytest.Config) -> registry.Loaded:
+    """The run's cases and the problems of the modules left out, loaded once per process."""
+    if _LOADED not in config.stash:
+        config.stash[_LOADED] = registry.load(case_specs(config))
+    return config.stash[_LOADED]
+
+
+def _fresh_run_dir(config: pytest.Config) -> str:
+    """The directory the controller made for this run, shared with its workers."""
+    if hasattr(config, "workerinput"):
+        return config.workerinput["tcm_run_caches"]
+    return config.pluginmanager.get_plugin(CONTROLLER).run_caches
+
+
+def run_caches(config: pytest.Config) -> str:
+    """The compile caches this run's runners share: --cache-dir, or a directory made fresh for this run
+    (one per run, not per worker: a worker's first compile need not redo what another did)."""
+    chosen = config.getoption("cache_dir")
+    return os.path.abspath(chosen) if chosen else _fresh_run_dir(config)
+
+
+def run_packages(config: pytest.Config) -> str:
+    """Where this run's AOTInductor packages are shared between its runners: always fresh, never the
+    reused --cache-dir (a package from another run must not stand in for this run's build)."""
+    return os.path.join(_fresh_run_dir(config), "aoti-packages")
+
+
+def shard_of(config: pytest.Config) -> shard.Shard | None:
+    given = config.getoption("shard", None) if requested(config) else None
+    return shard.parse(given) if given else None

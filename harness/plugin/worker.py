@@ -1,0 +1,86 @@
+"""The role of a process that runs cells (an xdist worker, or a run without workers)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+import pytest
+
+from harness.model.cell import Cell
+from harness.model.outcome import CellResult
+from harness.model.results import load
+from harness.model.rows import parse_timeouts, timeout_for
+from harness.model.settings import PROFILES, Settings
+from harness.plugin.options import WORKER, case_specs, loaded, profile_name, run_caches, run_packages
+from harness.plugin.status import attach
+from harness.reporting.diff import against_baseline
+from harness.runner import Runner, runner_env
+
+
+class MatrixWorker:
+    """The role of a process that runs cells: it owns this process's runner (started on first use) and
+    checks each result against the baseline, when there is one."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self._runner: Runner | None = None
+        self._baseline: dict[Cell, CellResult] | None = None
+
+    @staticmethod
+    def of(config: pytest.Config) -> MatrixWorker | None:
+        """This process's worker role; None when the run did not ask for the matrix."""
+        return config.pluginmanager.get_plugin(WORKER)
+
+    @property
+    def cases(self) -> dict[str, Any]:
+        return loaded(self.config).cases
+
+    @property
+    def runner(self) -> Runner:
+        if self._runner is None:
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+            workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
+            env = runner_env(workdir, worker, run_caches(self.config), workers=worker_count())
+            self._runner = Runner(case_specs(self.config), workdir, env=env,
+                                  cells_per_process=self.config.getoption("cells_per_process") or None)
+        return self._runner
+
+    def run(self, cell: Cell, item: pytest.Item) -> CellResult:
+        """Run a cell in the runner and attach its result to the test's report, for the controller."""
+        config = self.config
+        settings = Settings(profile=PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
+                            packages=run_packages(config), caches=run_caches(config))
+        timeout = timeout_for(cell.row, parse_timeouts(config.getoption("cell_timeout")))
+        result = self.runner.run(cell, settings, timeout)
+        result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        attach(item, result)
+        return result
+
+    def baseline_change(self, result: CellResult) -> str | None:
+        """Why a cell fails the --baseline check, or None (always None without --baseline, or with --accept)."""
+        path = self.config.getoption("baseline")
+        if path is None or self.config.getoption("accept"):
+            return None
+        if self._baseline is None:
+            self._baseline = load(path).by_cell()
+        return against_baseline(self._baseline.get(result.cell), result, path)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        runner.close()
+        logs = config.getoption("runner_logs")
+        if logs:
+            worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+            os.makedirs(logs, exist_ok=True)
+            for n, log in enumerate(runner.logs()):
+                shutil.copy(log, os.path.join(logs, f"runner-{worker}-{n}.log"))
+        shutil.rmtree(runner.workdir, ignore_errors=True)
+
+
+def worker_count() -> int:
+    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
