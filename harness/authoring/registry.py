@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from harness.model.errors import CaseError
 
 if TYPE_CHECKING:
-    from harness.authoring.case import Case  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
+    from harness.authoring.case import Case
 
 BUILTIN = "harness.cases"  # the built-in cases, installed inside the package (cases/ in the checkout)
 
