@@ -29,6 +29,7 @@ bench, repeat and run pass every argument they do not know to pytest, in order (
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from harness.model import results as results_file
@@ -134,6 +135,7 @@ def _run(pytest_args: list[str]) -> int:
 def _cases(specs: list[str] | None) -> int:
     from harness.authoring import catalog, registry  # here, not at the top: report, diff and history run where only tabulate is installed
 
+    registry.importable(os.getcwd())  # as `python -m` does, for the console script too
     loaded = registry.load(specs or [registry.BUILTIN])
     print(catalog.table(loaded.cases.values()))
     for problem in loaded.problems:

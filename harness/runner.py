@@ -115,7 +115,10 @@ class Runner:
 
     def _spawn(self) -> tuple[subprocess.Popen[bytes], str]:
         """A new runner process, with its own log; it announces `ready` once it has imported everything."""
-        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", "TCM_SPAWNED": repr(time.time())}
+        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", "TCM_SPAWNED": repr(time.time()),
+               # The runner imports the case modules as this process does: the folders the run made importable
+               # (the rootdir, a case file's folder) come first on its path too.
+               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         log_path = os.path.join(self.workdir, f"runner-{self._spawned}.log")
         self._spawned += 1
         with open(log_path, "ab") as log:

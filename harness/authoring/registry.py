@@ -47,24 +47,51 @@ class Loaded:
 
 
 def _import(spec: str) -> ModuleType:
-    if spec.endswith(".py") or os.sep in spec:
-        path = os.path.abspath(spec)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no such file {path}: give a .py file or an importable module name")
-        name = "tcm_user_" + os.path.splitext(os.path.basename(path))[0]
-        if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
-            return sys.modules[name]
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        assert module_spec and module_spec.loader
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module
-        try:
-            module_spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-        return module
-    return importlib.import_module(spec)
+    """A case module, imported the way pytest imports a test module: a file's folder (for a file inside a
+    package, the folder above its top package) goes first on sys.path, so the case imports the modules beside
+    it as its own tests would; a file inside a package is imported by its dotted name, so relative imports work."""
+    if not (spec.endswith(".py") or os.sep in spec):
+        return importlib.import_module(spec)
+    path = os.path.abspath(spec)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such file {path}: give a .py file or an importable module name")
+    name, root = _dotted_name(path)
+    importable(root)
+    if "." in name:  # a module of a package
+        return importlib.import_module(name)
+    # A lone file keeps a name of its own, so that a case file named like another module (cases.py, copy.py)
+    # shadows nothing.
+    name = "tcm_user_" + name
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
+        return sys.modules[name]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    assert module_spec and module_spec.loader
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _dotted_name(path: str) -> tuple[str, str]:
+    """A file's module name from the first folder up that is not a package, and that folder (pytest's
+    "prepend" import mode names test files so)."""
+    folder, filename = os.path.split(path)
+    parts = [os.path.splitext(filename)[0]]
+    while os.path.exists(os.path.join(folder, "__init__.py")):
+        folder, package = os.path.split(folder)
+        parts.insert(0, package)
+    return ".".join(parts), folder
+
+
+def importable(folder: str) -> None:
+    """Put a folder first on sys.path, once: a case's own modules beside it import as they do in its tests."""
+    folder = os.path.abspath(folder)
+    if folder not in (os.path.abspath(p) for p in sys.path if p):
+        sys.path.insert(0, folder)
 
 
 def _import_error(spec: str, exc: BaseException) -> CaseProblem:

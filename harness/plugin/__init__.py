@@ -20,6 +20,7 @@ import os
 
 import pytest
 
+from harness.authoring import registry
 from harness.model.errors import UsageError
 from harness.model.rows import parse_timeouts
 from harness.plugin import shard
@@ -65,6 +66,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("perf") and (config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no"):
         raise pytest.UsageError("--perf times kernels: run it without -n (pytest --perf), so no other cell shares the GPU")
     _collect_the_matrix(config)
+    # Case modules import as test modules do: from the rootdir and the folder the run started in, as
+    # `python -m harness cases` imports them from the current folder.
+    registry.importable(str(config.rootpath))
+    registry.importable(str(config.invocation_params.dir))
     config.pluginmanager.register(MatrixWorker(config), WORKER)
     part = shard_of(config)
     if part is not None:

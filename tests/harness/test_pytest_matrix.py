@@ -325,3 +325,56 @@ def test_the_commands_that_run_pytest_pass_on_the_arguments_they_do_not_know_in_
 
     with pytest.raises(SystemExit):
         main(["diff", "a.json", "b.json", "-k", "x"])  # only run, bench and repeat pass arguments on
+
+
+SIBLING_KERNELS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def double_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+'''
+
+SIBLING_CASE = '''
+import torch
+import triton
+
+from harness import Case, inputs
+from {module} import double_kernel
+
+
+def launch(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    k.double_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+    return out
+
+
+CASE = Case(name="{name}", kernels=(double_kernel,), launch=launch, reference=lambda x: x * 2, make_inputs=inputs.randn(1),
+            shapes=inputs.shapes(1024), example_shape=(64,), max_batch=1024)
+'''
+
+
+def test_a_case_file_imports_the_modules_beside_it_and_one_in_a_package_its_relative_imports(tmp_path):
+    """As pytest imports a test module: a case file's folder is importable (mycases.py imports mykernels.py beside it),
+    and a case file inside a package is imported by its dotted name (mylib/cases.py imports .kernels)."""
+    user = tmp_path / "user"
+    (user / "mylib").mkdir(parents=True)
+    (user / "mykernels.py").write_text(SIBLING_KERNELS)
+    (user / "mycases.py").write_text(SIBLING_CASE.format(module="mykernels", name="sibling_double"))
+    (user / "mylib" / "__init__.py").write_text("")
+    (user / "mylib" / "kernels.py").write_text(SIBLING_KERNELS)
+    (user / "mylib" / "cases.py").write_text(SIBLING_CASE.format(module=".kernels", name="package_double"))
+    specs = [str(user / "mycases.py"), str(user / "mylib" / "cases.py")]
+    proc, results, _ = _run_cases(tmp_path, specs, "raw-eager", workers=0)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert results["problems"] == []
+    cells = outcomes(results)
+    assert cells["sibling_double-raw-eager"]["outcome"] == "pass" and cells["package_double-raw-eager"]["outcome"] == "pass"
+    # `harness cases` lists them from anywhere, as the run does.
+    listed = subprocess.run([sys.executable, "-m", "harness", "cases", *(f"--cases={s}" for s in specs)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    assert "sibling_double" in listed.stdout and "package_double" in listed.stdout
