@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from harness.authoring import registry
+from harness.environment import vec_isa
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
 from harness.model.outcome import CellResult, Memory, Outcome, Stage
@@ -118,7 +120,7 @@ class Runner:
         env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", "TCM_SPAWNED": repr(time.time()),
                # The runner imports the case modules as this process does: the folders the run made importable
                # (the rootdir, a case file's folder) come first on its path too.
-               "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+               "PYTHONPATH": registry.search_path()}
         log_path = os.path.join(self.workdir, f"runner-{self._spawned}.log")
         self._spawned += 1
         with open(log_path, "ab") as log:
@@ -408,18 +410,15 @@ def main(case_modules: list[str]) -> None:
 
     import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
-    from harness.authoring import registry  # the child's side only: the parent never imports the cases or torch
-    from harness.execution.execute import Execution
+    from harness.execution.execute import Execution  # the child's side only, as torch above
 
     cases = registry.load(case_modules).cases  # the plugin reports the problems
-    from harness.environment.probe import broken_dtypes
+    from harness.environment.probe import broken_dtypes  # the child's side only, as torch above
 
     phase("cases")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     _configure_torch()
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        from harness.environment import vec_isa
-
         vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"])
     broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
     phase("dtype probe")

@@ -87,6 +87,11 @@ def _dotted_name(path: str) -> tuple[str, str]:
     return ".".join(parts), folder
 
 
+def search_path() -> str:
+    """This process's sys.path as PYTHONPATH, for a child process that must import the case modules as this one does."""
+    return os.pathsep.join(p for p in sys.path if p)
+
+
 def importable(folder: str) -> None:
     """Put a folder first on sys.path, once: a case's own modules beside it import as they do in its tests."""
     folder = os.path.abspath(folder)

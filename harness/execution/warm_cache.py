@@ -97,7 +97,7 @@ class NewProcess(HelperProcess):
     torch's import and the case's loading are paid once."""
 
     def __init__(self, workdir: str):
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        env = {**os.environ, "PYTHONPATH": registry.search_path()}
         super().__init__([sys.executable, "-m", "harness.execution.warm_cache"], workdir, prefix="warm-cache-",
                          who="the new process", failure=NewProcessFailure, env=env)
 

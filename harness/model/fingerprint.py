@@ -180,6 +180,11 @@ class Fingerprint(Record):
                 return name
         return None
 
+    def recorded(self, name: str) -> Any:
+        """One field as the results file records it (a part as its JSON object)."""
+        value = getattr(self, name)
+        return value.to_json() if isinstance(value, Record) else value
+
 
 # What must agree before two runs' cells may share one chart.
 SAME_ENVIRONMENT = ("mode", "torch", "triton", "cuda", "gpu", "compiler")

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.model.cell import Cell
 from harness.model.errors import CellIdError, ResultsError
-from harness.model.fingerprint import Fingerprint, Record, Rerun, ShardsMerged
+from harness.model.fingerprint import Fingerprint, Rerun, ShardsMerged
 from harness.model.outcome import CellResult
 
 SCHEMA = "triton-compat-matrix/results"
@@ -126,7 +126,7 @@ def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
         if differs:
             raise ResultsError(
                 f"{path}: measured a different environment than {first_path} ({differs}: "
-                f"{_said(run.fingerprint, differs)} vs {_said(first.fingerprint, differs)}); charts of different environments do not merge"
+                f"{run.fingerprint.recorded(differs)!r} vs {first.fingerprint.recorded(differs)!r}); charts of different environments do not merge"
             )
         duplicated = sorted(set(cells) & {c.cell.id for c in run.cells})
         if duplicated and not rerun:
@@ -152,11 +152,6 @@ def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
     return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing and not parts_absent,
                    missing=sorted(missing), wall_time_s=sum(wall) if wall else None,
                    interrupted=stopped if missing or parts_absent else None)
-
-
-def _said(fingerprint: Fingerprint, name: str) -> str:
-    value = getattr(fingerprint, name)
-    return repr(value.to_json() if isinstance(value, Record) else value)
 
 
 def _rerun_record(path: str, run: Results) -> Rerun:

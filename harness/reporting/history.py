@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from tabulate import tabulate
 
@@ -18,7 +17,7 @@ from harness.model import results as results_file
 from harness.model.cell import Cell
 from harness.model.columns import STYLES, Wrapping
 from harness.model.errors import ResultsError
-from harness.model.fingerprint import SAME_ENVIRONMENT, Fingerprint, Record
+from harness.model.fingerprint import SAME_ENVIRONMENT, Fingerprint
 from harness.model.judging import Verdict, by_row_and_style, judged, pass_counts, verdict
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results, merge
@@ -43,11 +42,7 @@ def identity(fingerprint: Fingerprint) -> tuple[str, ...]:
     rows a run leaves out (`quick` checks the costliest rows on a few cases only) and how many examples a cell
     draws (2 against 20), so two profiles' runs of one environment are two measurements, not two halves of one:
     merged, one would hide the other's cells."""
-    return (*(json.dumps(_json(getattr(fingerprint, name)), sort_keys=True) for name in SAME_ENVIRONMENT), str(fingerprint.profile))
-
-
-def _json(value: Any) -> Any:
-    return value.to_json() if isinstance(value, Record) else value
+    return (*(json.dumps(fingerprint.recorded(name), sort_keys=True) for name in SAME_ENVIRONMENT), str(fingerprint.profile))
 
 
 def environment_words(fingerprint: Fingerprint) -> str:
