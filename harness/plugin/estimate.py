@@ -16,16 +16,17 @@ from harness.model.outcome import CellResult, Outcome
 from harness.model.settings import DEFAULT_PROFILE, PROFILES
 
 # (mode, profile) -> {row: mean seconds of work of a cell that ran}, rounded; `row_seconds` measures them.
-# From reports/gpu/results.json (one H200, 16 workers; a re-run's cells as that run measured them),
+# From reports/gpu/results.json (one H200, 16 workers, the four --shard parts of one commit's run),
 # reports/cpu/results.json (2 cores, the interpreter) and reports/cpu/full-profile-sample/results.json (2 cores,
 # the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 5.49, 'aoti_cpp_strict': 11.23, 'aoti_fresh_nonstrict': 23.93, 'aoti_nonstrict': 2.85, 'aoti_strict': 17.01,
-        'compile_cpp_wrapper': 20.38, 'compile_cudagraphs': 7.95, 'compile_default': 6.98, 'compile_dynamic': 7.36,
-        'compile_fullgraph': 7.1, 'compile_max_autotune': 9.93, 'compile_unbacked': 5.33, 'cpu_fallback': 0.9, 'eager': 10.66,
-        'export_nonstrict': 3.35, 'export_strict': 5.53, 'flop_counter': 20.22, 'opcheck': 3.4, 'tensor_subclass': 7.94,
-        'train_compile_default': 9.84, 'train_compile_fullgraph': 10.39, 'train_eager': 9.61, 'warm_cache_edit': 19.69,
+        'aoti_cpp_nonstrict': 3.31, 'aoti_cpp_strict': 10.73, 'aoti_fresh_nonstrict': 15.76, 'aoti_nonstrict': 2.18,
+        'aoti_strict': 15.69, 'compile_cpp_wrapper': 19.4, 'compile_cudagraphs': 7.22, 'compile_default': 6.7,
+        'compile_dynamic': 7.0, 'compile_fullgraph': 7.23, 'compile_max_autotune': 8.81, 'compile_unbacked': 6.95,
+        'cpu_fallback': 0.22, 'eager': 8.2, 'export_nonstrict': 2.72, 'export_strict': 4.55, 'flop_counter': 23.04,
+        'opcheck': 2.75, 'tensor_subclass': 5.9, 'train_compile_default': 9.32, 'train_compile_fullgraph': 10.03,
+        'train_eager': 10.04, 'warm_cache_edit': 15.82,
     },
     ('interpreter', 'quick'): {
         'aoti_cpp_nonstrict': 0.16, 'aoti_cpp_strict': 2.68, 'aoti_fresh_nonstrict': 1.72, 'aoti_nonstrict': 0.08, 'aoti_strict': 4.53,
