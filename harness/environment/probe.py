@@ -24,6 +24,14 @@ def _add_kernel(a, b, out, n, BLOCK: tl.constexpr):
     tl.store(out + offsets, tl.load(a + offsets, mask=mask) + tl.load(b + offsets, mask=mask), mask=mask)
 
 
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def _autotuned_add_kernel(a, b, out, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out + offsets, tl.load(a + offsets, mask=mask) + tl.load(b + offsets, mask=mask), mask=mask)
+
+
 RECORD = "tcm-probes.json"
 
 
@@ -81,6 +89,23 @@ def interpreted_launch_under_compile(options: Mapping[str, Any], record_dir: str
             torch._dynamo.reset()
 
     return _recorded(record_dir, f"interpreted launch under torch.compile({dict(options)!r})", measure)
+
+
+def autotuning(device: str, record_dir: str | None = None) -> str | None:
+    """Why Triton's autotuner cannot run here, or None where it can: a trivial add with two configs, launched
+    once. Triton's CPU interpreter has no driver to time the configs on ("0 active drivers"), so every
+    autotuned kernel fails the same way there, whatever the wrapping: a limit of the machine, not a finding."""
+
+    def measure() -> str | None:
+        a = torch.arange(-18, 19, dtype=torch.float32, device=device)
+        out = torch.empty_like(a)
+        try:
+            _autotuned_add_kernel[lambda meta: (triton.cdiv(a.numel(), meta["BLOCK"]),)](a, a, out, a.numel())
+            return None if torch.equal(out, a + a) else "the autotuned add gives wrong numbers"
+        except Exception as exc:  # noqa: BLE001 - the failure is the answer
+            return f"{type(exc).__name__}: {first_line(exc)}"[:300]
+
+    return _recorded(record_dir, f"autotuning on {device}", measure)
 
 
 def _probe(device: str) -> dict[str, str]:

@@ -223,7 +223,7 @@ class Execution:
         needs_cuda = self.cell.row.spec.needs_cuda
         reason = (self.cell.row.spec.applies(case, self.cell.wrapping) or (case.requires(self.run_device) if case.requires else None)
                   or (f"{needs_cuda}; this run's device is {self.device}" if needs_cuda and not self.device.startswith("cuda") else None)
-                  or self._interpreter_cannot_compile() or self._left_to_other_profiles())
+                  or self._interpreter_cannot_compile() or self._cannot_autotune_here() or self._left_to_other_profiles())
         if not testable:
             reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
         self.case = dataclasses.replace(case, dtypes=testable)
@@ -235,6 +235,19 @@ class Execution:
             return (f"this run's profile checks this row only on cases tagged {profile.limited_rows_tag!r} (each of its cells "
                     "builds C++, autotunes or starts a process); the other profiles check every case")
         return None
+
+    def _cannot_autotune_here(self) -> str | None:
+        """Why a case whose kernels autotune cannot be tested on this device (probed once a run), or None. The
+        control runs no kernel, so it still runs: the path itself is measured."""
+        # An autotuner given its own do_bench times configs without a driver: only the default benchmarker is
+        # probed (triton keeps a given one as `_do_bench`; a triton that does not is not second-guessed).
+        default_timing = [a for a in self.case.autotuners if hasattr(a, "_do_bench") and a._do_bench is None]
+        if not default_timing or self.cell.wrapping is Wrapping.CONTROL:
+            return None
+        failure = probe.autotuning(self.run_device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+        if failure is None:
+            return None
+        return f"not tested here: Triton's autotuner cannot run on this device (probed once a run with a trivial autotuned add: {failure})"
 
     def _interpreter_cannot_compile(self) -> str | None:
         """Why this cell would measure Triton's interpreter rather than the kernel, or None. On the CPU

@@ -118,6 +118,22 @@ def accumulate_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
     tl.store(out_ptr + offsets, total, mask=mask)
 
 
+@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n_elements"])
+@triton.jit
+def copy_autotuned_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    """A copy autotuned by Triton's own benchmarker, which needs a driver (a GPU) to time the configs."""
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(in_ptr + offsets, mask=mask), mask=mask)
+
+
+def _copy_autotuned(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    n = x.numel()
+    k.copy_autotuned_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    return out
+
+
 def _accumulate(k, x: torch.Tensor) -> torch.Tensor:
     out = k.empty_like(x).zero_()
     n = x.numel()
@@ -336,6 +352,7 @@ CASES = [
     _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),
     # the first call for each size times both configs on the caller's output, which then holds 3 x the input
     _planted("planted_autotune_adds_up", accumulate_kernel, _accumulate),
+    _planted("planted_default_autotuner", copy_autotuned_kernel, _copy_autotuned, reference=torch.clone),
     # a matmul's flops are 2*M*N*K (FlopCounterMode counts the reference so); this formula forgets the 2
     _planted(
         "planted_wrong_flops", matmul_kernel, _launch_matmul, reference=torch.mm, make_inputs=_matmul_inputs,
