@@ -233,15 +233,20 @@ def aoti_fresh(build: Build) -> Artifact:
 def warm_cache(build: Build) -> Artifact:
     """Compile here with the on-disk caches as a user's process does (the harness's own graph pass, which
     turns Inductor's cache off, is left out), then answer each call from a new process that compiles the
-    edited kernel on the same caches (harness.execution.warm_cache)."""
+    edited kernel on the same caches (harness.execution.warm_cache). Every kernel is edited before the compile,
+    which is not spent on a kernel the row cannot edit; the new process loads the edit after it. What the row
+    cannot edit or load raises HarnessFault: the harness's, not the style's."""
+    assert build.edit is not None
     options = dict(build.row.spec.compile_options or {})
+    with build.stage(Stage.WRAP):
+        edited = EditedInNewProcess(build.edit.case, build.edit.wrapping, options, build.workdir, build.session)
     with torch._inductor.config.patch(post_grad_custom_post_pass=None):
         artifact = torch.compile(build.fn, **options)
         with build.stage(Stage.COMPILE):
             build.call(artifact, build.inputs)
-    assert build.edit is not None
     with build.stage(Stage.WRAP):
-        return EditedInNewProcess(build.edit.case, build.edit.wrapping, options, build.workdir, build.session)
+        edited.load()
+    return edited
 
 
 BUILDERS: dict[Kind, Callable[[Build], Artifact]] = {

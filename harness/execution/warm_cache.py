@@ -9,19 +9,39 @@ same cache directories and runs it. Inductor puts a user kernel's source into th
 every module it generates or loads from its cache to `GraphLowering.save_output_code`: a kernel whose compiled
 code lacks the edit came from the cache, the kernel as it was. That is `wrong`, with the caches that hit.
 
+How the new process loads the edit depends on where a kernel is defined (`load_edited_case`):
+- in the case's own module: the whole edited file runs again under the module's name, and the case is found in
+  it anew, holding the new kernels;
+- in any other module (an installed kernel library): the module is imported as it always is, its package and
+  the modules it imports with it, and only each edited kernel's def, with its decorators, runs again in the
+  module's namespace; the module-level names that held the old kernel (a package's re-export) are bound to the
+  new one. A library module run again whole, on its own, often cannot load: its package's __init__ imports it
+  back before it has defined what the package takes from it.
+Either way the whole edited text is in linecache under the file's name, so inspect, Triton and Inductor read the
+edited source at unchanged line numbers. Library kernels are edited before the case's module is imported, so
+`from library.kernels import my_kernel` there gets the edited kernel.
+
+What the row cannot do is the harness's, never the style's or the environment's: a kernel it cannot edit
+(KernelNotEditable) and a new process that cannot load the edit, find the case or build its style
+(EditNotLoaded) make the cell an ERROR with fault "harness" (HarnessFault). What torch does in the new process,
+compiling and running the edited style, is the cell's finding: a failure there fails the cell
+(NewProcessFailure), and a stale kernel is `wrong` (StaleKernel).
+
 The new process is `python -m harness.execution.warm_cache`, one a cell, taking each request's path on stdin; the cell's side
 is `EditedInNewProcess` (one a dtype) and `NewProcess`.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import importlib
 import json
+import linecache
 import os
 import sys
 import types
-from typing import Any
+from typing import Any, Mapping
 
 import torch
 from torch._dynamo.utils import counters
@@ -33,17 +53,25 @@ from harness.execution import wrapping as wrappings
 from harness.execution.helper_process import HelperProcess
 from harness.execution.wrapping import run_as_module
 from harness.model.columns import Wrapping
-from harness.model.errors import HarnessError, Mismatch, first_line
+from harness.model.errors import HarnessError, Mismatch, described, first_line
+from harness.model.outcome import HarnessFault, Stage
 
 EDIT_TIMEOUT_S = 600.0
 
 
 class KernelNotEditable(HarnessError):
-    """The kernel's source cannot be edited in place (no file, or a body on its def's line)."""
+    """The row cannot edit a kernel's source in place: no source file, no Python function under the kernel object,
+    a body that shares its def's line, a library kernel that is not a def at its module's top level. A limit of the
+    harness's edit, not a finding about the style."""
+
+
+class EditNotLoaded(HarnessError):
+    """The new process could not load the edited kernels, find the case in its module or build the case's style."""
 
 
 class NewProcessFailure(HarnessError):
-    """The new process could not build, compile or run the edited kernel: its error, first line."""
+    """The new process failed, its error's first line: compiling or running the edited style (the cell's finding), or,
+    wrapped in HarnessFault, the harness's own exchange with it (dying while it loads the edit, an answer not written)."""
 
 
 def marker(name: str) -> str:
@@ -55,39 +83,120 @@ def _function(kernel: Any) -> Any:
     while not isinstance(inner, types.FunctionType) and hasattr(inner, "fn"):
         inner = inner.fn
     if not isinstance(inner, types.FunctionType):
-        raise KernelNotEditable(f"{kernel!r}: no Python function under it")
+        raise KernelNotEditable(f"{kernel!r}: no Python function under it (the row follows `.fn` from a kernel object down to "
+                                "the function it edits): list the @triton.jit kernel, or a wrapper that keeps it as `.fn`, "
+                                "in the case's kernels")
     return inner
 
 
-def edited_sources(kernels: tuple[Any, ...]) -> dict[str, dict[str, str]]:
-    """{file: {"module": name, "text": edited source}} with each kernel's body edited in its own file."""
+def _is_edited(kernel: Any) -> bool:
+    """Whether a kernel object runs the edited source: the edit's statement assigns a local of the function under it."""
+    fn = _function(kernel)
+    return marker(fn.__name__) in fn.__code__.co_varnames
+
+
+def _def_line(node: ast.FunctionDef) -> int:
+    """A def's first line as its code object counts it (co_firstlineno): its first decorator's."""
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
+
+
+_BLOCKS = (ast.If, ast.With, ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+
+
+def _module_level_defs(statements: list[ast.stmt]) -> list[ast.FunctionDef]:
+    """The defs a module runs itself, at its top level or in an if, with or try block there: those the row can run
+    again alone in the module's namespace. Not those inside a def or a class (their names are not the module's)."""
+    found: list[ast.FunctionDef] = []
+    for node in statements:
+        if isinstance(node, ast.FunctionDef):
+            found.append(node)
+        elif isinstance(node, _BLOCKS):
+            blocks = [node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])]
+            blocks += [handler.body for handler in getattr(node, "handlers", [])]
+            for block in blocks:
+                found += _module_level_defs(block)
+    return found
+
+
+def _loaded_from(module_name: str, path: str, kernel: str) -> None:
+    """KernelNotEditable unless module `module_name` is loaded here from `path`: the new process imports a library
+    kernel's module by that name and runs the edited def in it."""
+    module = sys.modules.get(module_name)
+    file = getattr(module, "__file__", None)
+    if not file or os.path.realpath(file) != os.path.realpath(path):
+        where = "not loaded in this process" if module is None else f"loaded from {file or 'no file'}"
+        raise KernelNotEditable(f"kernel {kernel} is defined in {path}, but its module {module_name!r} is {where}: the row imports "
+                                "a library kernel's module by its name in a new process and runs the edited def there; "
+                                "define the kernel in a module imported by its name")
+
+
+def edited_sources(kernels: tuple[Any, ...], case_file: str | None = None) -> dict[str, dict[str, Any]]:
+    """{file: {"module": name, "text": edited source, "kernels": [[name, first line], ...], "whole_file": bool}},
+    each kernel's body edited in its own file. `whole_file` is the case's own file (`case_file`), which the new
+    process runs again whole; the kernels of any other file run again alone, each its def with its decorators, in
+    their module as it is imported. KernelNotEditable says why a kernel cannot be edited, and how to make it so."""
     by_file: dict[str, dict[str, Any]] = {}
     for kernel in kernels:
         fn = _function(kernel)
         path = fn.__code__.co_filename
-        if not os.path.exists(path):
-            raise KernelNotEditable(f"kernel {fn.__name__} has no source file ({path})")
-        entry = by_file.setdefault(path, {"module": fn.__module__, "lines": open(path).read().splitlines(True), "edits": []})
-        entry["edits"].append((fn.__name__, fn.__code__.co_firstlineno))
+        if not os.path.isfile(path):
+            raise KernelNotEditable(f"kernel {fn.__name__} has no source file ({path}): the row edits a kernel in its file; "
+                                    "define the kernel in a .py file")
+        entry = by_file.setdefault(path, {"module": fn.__module__, "edits": {}})
+        entry["edits"][(fn.__name__, fn.__code__.co_firstlineno)] = None  # a dict: a kernel listed twice is edited once
+    own = os.path.realpath(case_file) if case_file else None
     out = {}
     for path, entry in by_file.items():
-        lines = entry["lines"]
-        tree = ast.parse("".join(lines))
-        functions = {(node.name, min([node.lineno, *(d.lineno for d in node.decorator_list)])): node
-                     for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+        whole_file = os.path.realpath(path) == own
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines(True)
+            tree = ast.parse("".join(lines), path)
+        except (OSError, ValueError, SyntaxError) as exc:
+            raise KernelNotEditable(f"kernel file {path} cannot be read and parsed: {described(exc)}") from exc
+        functions = {(node.name, _def_line(node)): node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+        at_module_level = {id(node) for node in _module_level_defs(tree.body)}
+        edited = []
         for name, first_lineno in entry["edits"]:
             node = functions.get((name, first_lineno)) or next((n for (fname, _), n in functions.items() if fname == name), None)
             if node is None:
-                raise KernelNotEditable(f"kernel {name} not found in {path}")
+                raise KernelNotEditable(f"kernel {name} not found in {path}: its file changed since it was imported; run again")
+            if not whole_file:
+                _loaded_from(entry["module"], path, name)
+                if id(node) not in at_module_level:
+                    raise KernelNotEditable(f"kernel {name} ({path}, line {node.lineno}) is defined inside a function or class: "
+                                            "the row runs a library kernel's def again alone, in its module's namespace; define "
+                                            "it at the module's top level to test this row")
             body = node.body[1:] if (isinstance(node.body[0], ast.Expr) and isinstance(getattr(node.body[0], "value", None), ast.Constant)
                                      and isinstance(node.body[0].value.value, str) and len(node.body) > 1) else node.body
             statement = body[0]
             line = lines[statement.lineno - 1]
             if statement.lineno == node.lineno or line[:statement.col_offset].strip():
-                raise KernelNotEditable(f"kernel {name} in {path}: its first statement does not begin its line")
+                raise KernelNotEditable(f"kernel {name} ({path}, line {statement.lineno}): its body's first statement does not begin "
+                                        "a line of its own, and the row puts a statement in front of it without moving any line; "
+                                        "put the body on lines of its own to test this row")
             lines[statement.lineno - 1] = f"{line[:statement.col_offset]}{marker(name)} = 2; {line[statement.col_offset:]}"
-        out[path] = {"module": entry["module"], "text": "".join(lines)}
+            edited.append([name, _def_line(node)])
+        out[path] = {"module": entry["module"], "text": "".join(lines), "kernels": edited, "whole_file": whole_file}
     return out
+
+
+def edit_request(case: Case, wrapping: str) -> dict[str, Any]:
+    """What the new process needs to load the edited case and build its style: the edited sources, the case's name
+    and its module, as harness.authoring.registry loads it (a module's name, or a case file's path, made absolute).
+    EditNotLoaded where the case names no module; KernelNotEditable where a kernel cannot be edited."""
+    label = case.module
+    if not label:
+        raise EditNotLoaded(f"case {case.name} names no module (Case.module is empty), and the new process imports the case's "
+                            "module to find it: load the case with harness.authoring.registry, which sets it")
+    is_file = label.endswith(".py") or os.sep in label  # as registry tells a file from a module's name
+    module = os.path.abspath(label) if is_file else label
+    case_file = module if is_file else getattr(sys.modules.get(label), "__file__", None)
+    return {"case": case.name, "case_module": module, "wrapping": wrapping, "sources": edited_sources(case.kernels, case_file)}
+
+
+def _edit_key(request: Mapping[str, Any]) -> str:
+    return json.dumps([request["sources"], request["case_module"], request["case"], request["wrapping"]], sort_keys=True)
 
 
 class NewProcess(HelperProcess):
@@ -100,6 +209,7 @@ class NewProcess(HelperProcess):
         env = {**os.environ, "PYTHONPATH": registry.search_path()}
         super().__init__([sys.executable, "-m", "harness.execution.warm_cache"], workdir, prefix="warm-cache-",
                          who="the new process", failure=NewProcessFailure, env=env)
+        self.loaded: set[str] = set()  # the edits it has loaded, by _edit_key
 
     def ask(self, request: str) -> None:
         """Send one request (a JSON file's path) and wait for its answer file; NewProcessFailure where the
@@ -111,39 +221,74 @@ class NewProcess(HelperProcess):
 class EditedInNewProcess:
     """The cell's artifact on this row for one dtype: each call runs the edited kernel in the cell's new process
     (`session` keeps it for the cell's other dtypes) on the warm caches, and raises StaleKernel where the
-    compiled code was the kernel as it was."""
+    compiled code was the kernel as it was. Made, it has checked that every kernel can be edited; `load` has the
+    new process load the edit. What the harness cannot do there raises HarnessFault: the cell's ERROR, the
+    harness's fault, never a failure of the style (or, through its control, of the environment)."""
 
     def __init__(self, case: Case, wrapping: str, compile_options: dict[str, Any], workdir: str, session: dict[str, Any]):
         self.case, self.wrapping, self.options = case, wrapping, dict(compile_options)
-        self.sources = edited_sources(case.kernels)
+        try:
+            self.edit = edit_request(case, wrapping)
+        except Exception as exc:  # noqa: BLE001 - the harness's own edit of the case's files: whatever it raises is its fault
+            raise HarnessFault(Stage.WRAP, exc) from exc
+        self.key = _edit_key(self.edit)
         self.workdir, self.session = workdir, session
         self.calls = 0
         self.report: dict[str, Any] = {}
+
+    def load(self) -> None:
+        """The cell's new process, started if need be, with the edited case loaded and its style built: what the
+        harness cannot do there fails the cell now (HarnessFault), before any example."""
+        try:
+            self._process()
+        except HarnessFault:
+            raise
+        except Exception as exc:  # noqa: BLE001 - starting the process, writing its request: the harness's own work
+            raise HarnessFault(Stage.WRAP, exc) from exc
 
     def _process(self) -> NewProcess:
         process = self.session.get("warm-cache-process")
         if process is None or not process.alive():
             process = self.session["warm-cache-process"] = NewProcess(self.workdir)
+        if self.key not in process.loaded:
+            self._ask(process, self._next_name(), {}, loading=True)
+            process.loaded.add(self.key)
         return process
+
+    def _next_name(self) -> str:
+        """Names a request's files (in the new process's folder, shared by the cell's dtypes) uniquely."""
+        self.calls += 1
+        return f"{id(self):x}-{self.calls}"
+
+    def _ask(self, process: NewProcess, name: str, fields: dict[str, Any], loading: bool) -> dict[str, Any]:
+        """One request (the edit, and `fields`) and its answer. While `loading`, the new process dying or hanging is
+        the harness's fault: it has only imported modules the cell's own process imported."""
+        request, answer = (os.path.join(process.dir, f"{name}.{part}") for part in ("request.json", "answer.json"))
+        with open(request, "w") as f:
+            json.dump({**self.edit, **fields, "options": self.options, "answer": answer}, f)
+        try:
+            process.ask(request)
+        except NewProcessFailure as exc:
+            if loading:
+                raise HarnessFault(Stage.WRAP, EditNotLoaded(f"loading the edited case: {first_line(exc)}")) from exc
+            raise
+        if not os.path.exists(answer):
+            raise HarnessFault(Stage.WRAP, NewProcessFailure(f"the new process said it answered {request} but wrote no {answer}"))
+        with open(answer) as f:
+            report = json.load(f)
+        if report.get("not_loaded"):
+            raise HarnessFault(Stage.WRAP, EditNotLoaded(report["not_loaded"]))
+        if report.get("error"):
+            raise NewProcessFailure(report["error"])
+        return report
 
     def __call__(self, *inputs: Any) -> Any:
         process = self._process()
-        self.calls += 1
-        name = f"{id(self):x}-{self.calls}"
-        request = os.path.join(process.dir, f"{name}.request.json")
-        sent, received, answer = (os.path.join(process.dir, f"{name}.{part}") for part in ("in.pt", "out.pt", "answer.json"))
+        name = self._next_name()
+        sent, received = (os.path.join(process.dir, f"{name}.{part}") for part in ("in.pt", "out.pt"))
         torch.save([x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs], sent)
-        with open(request, "w") as f:
-            json.dump({"case": self.case.name, "launch_module": self.case.launch.__module__, "wrapping": self.wrapping,
-                       "options": self.options, "sources": self.sources, "inputs": sent, "outputs": received, "answer": answer,
-                       "device": next((str(x.device) for x in inputs if isinstance(x, torch.Tensor)), "cpu")}, f)
-        process.ask(request)
-        if not os.path.exists(answer):
-            raise NewProcessFailure("the new process wrote no answer")
-        with open(answer) as f:
-            self.report = json.load(f)
-        if self.report.get("error"):
-            raise NewProcessFailure(self.report["error"])
+        runs_on = next((str(x.device) for x in inputs if isinstance(x, torch.Tensor)), "cpu")
+        self.report = self._ask(process, name, {"inputs": sent, "outputs": received, "device": runs_on}, loading=False)
         outputs, after = torch.load(received, weights_only=False)
         with torch.no_grad():
             for x, written in zip(inputs, after):
@@ -168,23 +313,129 @@ class StaleKernel(Mismatch):
 # -- the new process ------------------------------------------------------------------------------
 
 
-def _load_edited(sources: dict[str, dict[str, str]]) -> None:
+def load_edited_case(request: Mapping[str, Any]) -> Case:
+    """The case as the new process has it after the edit. The library files are edited first, in their modules as
+    imported (`_edit_in_place`), then the case's own file runs again whole (`_run_again`); then the case's module is
+    imported and the case found in it, and every kernel of it checked to be the edited one. EditNotLoaded says
+    which step failed."""
+    sources = request["sources"]
     for path, source in sources.items():
-        run_as_module(source["module"], path, source["text"])
+        if not source["whole_file"]:
+            _edit_in_place(path, source)
+    for path, source in sources.items():
+        if source["whole_file"]:
+            _run_again(path, source)
+    case = _find_case(request["case_module"], request["case"])
+    unedited = [kernel_name(k) for k in case.kernels if not _is_edited(k)]
+    if unedited:
+        raise EditNotLoaded(f"case {case.name}'s kernel {', '.join(unedited)} is the kernel as it was in the new process: the case "
+                            "reaches it through an object the row does not replace (it runs a library kernel's def and "
+                            "decorators again and rebinds the module-level names that held the old kernel, not one kept in a "
+                            "dict, a closure or a wrapper made elsewhere); list in the case's kernels the kernel its module "
+                            "defines with its decorators")
+    return case
+
+
+def _edit_in_place(path: str, source: Mapping[str, Any]) -> None:
+    """A library file's kernels edited in their module, imported as it always is (its package first, its other
+    modules as they load): the whole edited text goes in linecache under the file's name (no mtime, as run_as_module
+    puts it: never re-read from disk), and each kernel's def, with its decorators, runs again in the module's
+    namespace at its own line numbers."""
+    name, kernels = source["module"], ", ".join(kernel for kernel, _ in source["kernels"])
+    try:
+        module = importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - whatever the library raises, the new process could not load the edit
+        raise EditNotLoaded(f"module {name} (of kernel {kernels}) cannot be imported in the new process: {described(exc)}") from exc
+    if os.path.realpath(getattr(module, "__file__", None) or "") != os.path.realpath(path):
+        raise EditNotLoaded(f"module {name} (of kernel {kernels}) is {getattr(module, '__file__', None)} in the new process, not "
+                            f"{path}, where the cell's process found the kernel: the new process's import path differs")
+    text = source["text"]
+    linecache.cache[path] = (len(text), None, text.splitlines(True), path)
+    tree = ast.parse(text, path)
+    definitions = {(node.name, _def_line(node)): node for node in _module_level_defs(tree.body)}
+    for kernel, first_line_number in source["kernels"]:
+        node = definitions.get((kernel, first_line_number))
+        if node is None:
+            raise EditNotLoaded(f"kernel {kernel}'s def (line {first_line_number}) is not at the top level of the edited {path}")
+        before = vars(module).get(kernel)
+        # Compiled alone, the def keeps the file's `from __future__` imports (annotations as strings, say), as Triton saw them.
+        code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec", flags=_future_flags(tree), dont_inherit=True)
+        try:
+            exec(code, vars(module))
+        except Exception as exc:  # noqa: BLE001 - a decorator of the library's may raise anything
+            raise EditNotLoaded(f"kernel {kernel}'s edited def and decorators, run again in {name}, raised {described(exc)}") from exc
+        if before is not None:
+            _rebind(before, vars(module)[kernel])
+
+
+def _future_flags(tree: ast.Module) -> int:
+    """The compiler flags of a file's `from __future__` imports."""
+    flags = 0
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            flags |= sum(getattr(__future__, alias.name).compiler_flag for alias in node.names if hasattr(__future__, alias.name))
+    return flags
+
+
+def _rebind(old: Any, new: Any) -> None:
+    """Every module-level name that held the old kernel now holds the new one: a package's re-export
+    (`from .kernels import my_kernel` in its __init__) and whichever loaded module imported it before the edit."""
+    for module in list(sys.modules.values()):
+        if not isinstance(module, types.ModuleType):
+            continue
+        namespace = vars(module)
+        for name, value in list(namespace.items()):
+            if value is old:
+                namespace[name] = new
+
+
+def _run_again(path: str, source: Mapping[str, Any]) -> None:
+    """The case's own file run again whole under its module's name (its case is found in it anew)."""
+    name = source["module"]
+    package = name.rpartition(".")[0]
+    try:
+        if package:  # imported whole first: its __init__ may import this module, which must not find itself half run
+            importlib.import_module(package)
+        run_as_module(name, path, source["text"])
+    except Exception as exc:  # noqa: BLE001 - the case's module may raise anything; it loaded in the cell's process
+        raise EditNotLoaded(f"the case's module {name}, edited, cannot run again in the new process: {described(exc)}") from exc
+
+
+def _find_case(module: str, name: str) -> Case:
+    """The case in its module, imported as harness.authoring.registry imports it (the module run again above is
+    found as it stands)."""
+    loaded = registry.load([module])
+    case = loaded.cases.get(name)
+    if case is None:
+        why = "; ".join(str(problem) for problem in loaded.problems) or f"it defines no case named {name!r}"
+        raise EditNotLoaded(f"case {name!r} not found in {module} in the new process: {why}")
+    return case
+
+
+def _edited_style(request: Mapping[str, Any]) -> tuple[Case, Any]:
+    case = load_edited_case(request)
+    try:
+        return case, wrappings.build(case, Wrapping(request["wrapping"]))
+    except Exception as exc:  # noqa: BLE001 - the cell's own process built this style from the same case
+        raise EditNotLoaded(f"the {request['wrapping']} style of the edited case {case.name} cannot be built in the new "
+                            f"process: {described(exc)}") from exc
 
 
 def _serve(request: dict[str, Any], built: dict[str, Any]) -> dict[str, Any]:
-    """One request: the edited case and its style (loaded at the process's first request, kept in `built`),
-    compiled afresh (Dynamo's caches reset; Inductor's and AOTAutograd's on disk, warm) on the request's inputs."""
-    key = json.dumps([request["sources"], request["launch_module"], request["case"], request["wrapping"]], sort_keys=True)
+    """One request: the edited case and its style (loaded at the process's first request, kept in `built`), then,
+    where the request has inputs, compiled afresh (Dynamo's caches reset; Inductor's and AOTAutograd's on disk,
+    warm) on them."""
+    key = _edit_key(request)
     if key not in built:
-        _load_edited(request["sources"])
-        module = importlib.import_module(request["launch_module"])
-        case = next((c for c in registry.cases_of(module, request["launch_module"]) if c.name == request["case"]), None)
-        if case is None:
-            return {"error": f"case {request['case']!r} not found in {request['launch_module']}"}
-        built[key] = (case, wrappings.build(case, Wrapping(request["wrapping"])))
+        try:
+            built[key] = _edited_style(request)
+        except EditNotLoaded as exc:
+            return {"not_loaded": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - the harness's own loading broke: its fault too, never the cell's finding
+            return {"not_loaded": f"loading the edited case in the new process: {described(exc)}"}
     case, fn = built[key]
+    if "inputs" not in request:
+        return {"loaded": [kernel_name(k) for k in case.kernels]}
     torch._dynamo.reset()
     counters.clear()
     code: list[str] = []
@@ -217,7 +468,7 @@ def main() -> int:
             request = json.load(f)
         try:
             answer = _serve(request, built)
-        except Exception as exc:  # noqa: BLE001 - anything the new process meets is the cell's finding
+        except Exception as exc:  # noqa: BLE001 - what compiling and running the edited style meets is the cell's finding
             answer = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
         with open(request["answer"], "w") as f:
             json.dump(answer, f)

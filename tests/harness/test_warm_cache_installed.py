@@ -1,0 +1,170 @@
+"""The warm-cache row on kernels an installed library defines (tests/harness/user_modules/tcm_fake_library, named
+by the cases of user_modules/fake_library_cases.py), and what the row's own failures are charted as.
+
+On Triton's CPU interpreter the row is left out for every style (no compiled code holds an interpreted kernel),
+so these tests run its parts directly: the new process's loading of the edited sources in a Python process of
+its own, and the control's cell in this process with the interpreter off (the control compiles only PyTorch,
+and goes through all of the row's machinery, the new process included).
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.authoring import registry
+from harness.execution.execute import Execution
+from harness.execution.warm_cache import edit_request, marker
+from harness.model.cell import Cell
+from harness.model.columns import Wrapping
+from harness.model.judging import blame_environment, outcome_label
+from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.rows import Row
+from harness.model.settings import DEFAULT_PROFILE, PROFILES, Settings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+USER_MODULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_modules")
+CASE_FILE = os.path.join(USER_MODULES, "fake_library_cases.py")
+LIBRARY_KERNELS = os.path.join(USER_MODULES, "tcm_fake_library", "kernels.py")
+
+
+@pytest.fixture(scope="module")
+def library_cases():
+    # Loaded as a run loads a case file: its folder goes on sys.path, which the new processes inherit.
+    loaded = registry.load([CASE_FILE])
+    assert not loaded.problems, loaded.problems
+    return loaded.cases
+
+
+def _in_new_python(script: str, *args: str) -> str:
+    """The last line a fresh Python process running `script` prints; its import path is this process's, as the
+    row's new process has it. Triton's interpreter is off: a kernel is then a JITFunction, whose source (`src`)
+    is what Triton and Inductor read; nothing here launches one."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": registry.search_path()}
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+LOAD_THE_EDIT = """
+import collections, json, linecache, sys
+from harness.execution.warm_cache import load_edited_case
+case = load_edited_case(json.load(open(sys.argv[1])))
+import tcm_fake_library
+from tcm_fake_library import kernels
+print(json.dumps({
+    "source": kernels.copy_kernel.src,
+    "first_line": kernels.copy_kernel.fn.__code__.co_firstlineno,
+    "file_text": "".join(linecache.getlines(kernels.__file__)),
+    "module_global_is_the_case_kernel": kernels.copy_kernel is case.kernels[0],
+    "package_reexport_is_the_case_kernel": tcm_fake_library.copy_kernel is case.kernels[0],
+    "executions": collections.Counter(tcm_fake_library.executed),
+}))
+"""
+
+
+def test_a_library_kernel_is_edited_in_its_module_as_imported_and_no_module_of_the_library_runs_twice(library_cases, tmp_path):
+    case = library_cases["fake_library_copy"]
+    request = edit_request(case, "raw")
+    edit = request["sources"][LIBRARY_KERNELS]
+    assert edit["module"] == "tcm_fake_library.kernels" and not edit["whole_file"]
+    (tmp_path / "request.json").write_text(json.dumps(request))
+
+    seen = json.loads(_in_new_python(LOAD_THE_EDIT, str(tmp_path / "request.json")))
+
+    assert f"    {marker('copy_kernel')} = 2; offsets = tl.program_id(0)" in seen["source"]
+    assert seen["first_line"] == case.kernels[0].fn.__code__.co_firstlineno  # no line moved
+    assert seen["file_text"] == edit["text"]  # inspect, Triton and Inductor read the edited file
+    # The library's own global, its package's re-export and the case's kernel are one object: the edited one.
+    assert seen["module_global_is_the_case_kernel"] and seen["package_reexport_is_the_case_kernel"]
+    assert seen["executions"] == {"tcm_fake_library": 1, "tcm_fake_library.helpers": 1, "tcm_fake_library.kernels": 1}
+
+
+RUN_THE_MODULE_ALONE = """
+import json, sys
+from harness.execution.wrapping import run_as_module
+source = json.load(open(sys.argv[1]))["sources"][sys.argv[2]]
+try:
+    run_as_module(source["module"], sys.argv[2], source["text"])
+    print("loaded")
+except ImportError as exc:
+    print(f"ImportError: {exc}")
+"""
+
+
+def test_the_librarys_kernel_module_cannot_run_again_whole_on_its_own_so_the_row_edits_it_in_place(library_cases, tmp_path):
+    """What the row did before it edited a library's kernels in place, and what it met on a GPU with a real library."""
+    (tmp_path / "request.json").write_text(json.dumps(edit_request(library_cases["fake_library_copy"], "raw")))
+    said = _in_new_python(RUN_THE_MODULE_ALONE, str(tmp_path / "request.json"), LIBRARY_KERNELS)
+    assert said.startswith("ImportError: cannot import name 'copy_kernel' from 'tcm_fake_library.kernels'"), said
+
+
+@pytest.fixture(scope="module")
+def run_control(tmp_path_factory):
+    """Runs a case's control cell on the warm-cache row here, with fresh compile caches (its new process inherits
+    them) and Triton's interpreter off, under which the row is left out whole."""
+    workdir = tmp_path_factory.mktemp("warm-cache-cells")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(workdir / "inductor"))
+        patch.delenv("TRITON_INTERPRET", raising=False)
+
+        def run(case) -> CellResult:
+            settings = Settings(profile=dataclasses.replace(PROFILES[DEFAULT_PROFILE], name="tests", max_examples=10), workdir=str(workdir))
+            return Execution(Cell(case.name, Wrapping.CONTROL, Row("warm_cache_edit")), case, settings, "cpu").run()
+
+        yield run
+
+
+def test_the_control_of_a_case_over_an_installed_library_passes_the_warm_cache_row(library_cases, run_control):
+    result = run_control(library_cases["fake_library_copy"])
+    assert (result.outcome, result.message) == (Outcome.PASS, None), (result.outcome, result.stage, result.message)
+    assert result.examples_run >= 1
+
+
+def test_a_kernel_the_row_cannot_edit_is_the_harnesss_error_and_no_compile_is_spent_on_it(library_cases, run_control):
+    result = run_control(library_cases["fake_library_one_line_copy"])
+    assert (result.outcome, result.fault, result.stage) == (Outcome.ERROR, "harness", Stage.WRAP), (result.outcome, result.message)
+    assert result.error_type == "harness.KernelNotEditable"
+    assert result.message.startswith(f"kernel one_line_copy_kernel ({LIBRARY_KERNELS}, line ")
+    assert "put the body on lines of its own to test this row" in result.message
+    assert Stage.COMPILE.value not in result.timings.stages
+    assert outcome_label(result) == "harness error @wrap"
+
+
+@pytest.fixture(scope="module")
+def case_not_found(library_cases, run_control):
+    """The control's cell where the new process, having edited the library, finds no such case in the case's module."""
+    misplaced = dataclasses.replace(library_cases["fake_library_copy"], module="tcm_fake_library.helpers")
+    return run_control(misplaced)
+
+
+def test_a_new_process_that_cannot_find_the_case_is_the_harnesss_error_not_the_cells_failure(case_not_found):
+    result = case_not_found
+    assert (result.outcome, result.fault, result.stage) == (Outcome.ERROR, "harness", Stage.WRAP), (result.outcome, result.message)
+    assert result.error_type == "harness.EditNotLoaded"
+    assert result.message.startswith("case 'fake_library_copy' not found in tcm_fake_library.helpers in the new process: "
+                                     "tcm_fake_library.helpers: defines no Case"), result.message
+
+
+def test_a_control_that_is_the_harnesss_error_makes_no_style_on_its_row_read_env(case_not_found):
+    control = case_not_found
+    style = CellResult(Cell(control.case, Wrapping.RAW, control.row), Outcome.FAIL, stage=Stage.RUN, message="compiled, then failed")
+    judged = {c.cell.id: c for c in blame_environment([control, style])}
+    assert judged[style.cell.id].blamed_on is None
+    assert outcome_label(judged[style.cell.id]) == "fail @run"
+    # Where the control fails on the path itself, the same failure is the environment's: the blame is still made.
+    failing = dataclasses.replace(control, outcome=Outcome.FAIL, fault=None)
+    rejudged = {c.cell.id: c for c in blame_environment([failing, style])}
+    assert rejudged[style.cell.id].blamed_on == control.cell.id
+    assert outcome_label(rejudged[style.cell.id]) == "env (fail)"
+
+
+def test_the_row_asks_the_new_process_for_the_cases_own_module_not_its_launchers(library_cases):
+    case = library_cases["fake_library_copy"]
+    assert case.launch.__module__ == "tcm_fake_library.kernels"  # the launcher is the library's
+    request = edit_request(case, "raw")
+    assert request["case_module"] == CASE_FILE
+    assert list(request["sources"]) == [LIBRARY_KERNELS]  # the case file defines no kernel: it is imported, not run again
