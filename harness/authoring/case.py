@@ -17,9 +17,12 @@ from typing import Any, Callable, Mapping
 import torch
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
+from torch._library.custom_ops import CustomOpDef
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import KernelInterface
 
+from harness.authoring.launcher import takes_namespace, unreached
+from harness.model.columns import ShippedKind
 from harness.model.errors import CaseError, described
 
 DTYPES: Mapping[str, torch.dtype] = MappingProxyType(
@@ -82,6 +85,35 @@ def resolved_signature(fn: Callable[..., Any]) -> inspect.Signature:
     return inspect.signature(fn, eval_str=True)
 
 
+def _annotation(schema_type: Any, schema: str) -> Any:
+    """The Python type torch.library's schema inference reads back as a schema type (Tensor, Tensor?, int[] ...)."""
+    kind = schema_type.kind()
+    simple = {"TensorType": torch.Tensor, "IntType": int, "SymIntType": int, "FloatType": float, "BoolType": bool}
+    if kind in simple:
+        return simple[kind]
+    if kind == "OptionalType":
+        return typing.Optional[_annotation(schema_type.getElementType(), schema)]
+    if kind == "ListType":
+        return list[_annotation(schema_type.getElementType(), schema)]  # type: ignore[misc]
+    raise ValueError(f"schema {schema!r}: the harness does not know the type {schema_type}; give a launcher with annotations")
+
+
+def schema_signature(schema: str) -> inspect.Signature:
+    """A signature with the annotations a torch.library schema ("(Tensor x, int n) -> Tensor") stands for."""
+    parsed = torch._C.parse_schema(f"launch{schema}")
+    params = [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=_annotation(a.type, schema))
+              for a in parsed.arguments]
+    returns = [_annotation(r.type, schema) for r in parsed.returns]
+    result: Any = None if not returns else returns[0] if len(returns) == 1 else tuple[tuple(returns)]  # type: ignore[misc]
+    return inspect.Signature(params, return_annotation=result)
+
+
+def without_namespace(fn: Callable[..., Any], signature: inspect.Signature) -> inspect.Signature:
+    """A launcher's signature as its callers see it: without the `k` of the namespace form."""
+    params = list(signature.parameters.values())
+    return signature.replace(parameters=params[1:] if takes_namespace(fn) else params)
+
+
 def _is_optional_tensor(annotation: Any) -> bool:
     """Optional[torch.Tensor], Union[torch.Tensor, None] or torch.Tensor | None."""
     args = typing.get_args(annotation)
@@ -105,9 +137,10 @@ def _simplest(case: str, field: str, strategy: st.SearchStrategy[Any]) -> Any:
 class Backward:
     """The gradient of a case with one output.
 
-    launch(k, grad, *inputs) returns the gradient of each tensor input (a tuple when there are several).
-    With `kernels`, it calls them as `k.<kernel name>[grid](...)` and the harness wraps them for each
-    style (their own triton_op for the triton_op style, as the tutorial's mysin/mycos); with none, it is
+    launch(grad, *inputs) returns the gradient of each tensor input (a tuple when there are several). Like the
+    forward's launcher it may call its `kernels` as module globals, or take the namespace first,
+    launch(k, grad, *inputs), and call `k.<kernel name>[grid](...)`; the harness wraps them for each style
+    (their own triton_op for the triton_op style, as the tutorial's mysin/mycos). With no kernels it is
     plain PyTorch.
     """
 
@@ -119,10 +152,17 @@ class Backward:
 class Case:
     """A Triton kernel under test.
 
-    launch(k, *inputs): calls the kernels as `k.<kernel name>[grid](...)` and allocates outputs with
+    launch(*inputs): the launcher as the library writes it, calling its kernels as module globals
+        (`my_kernel[grid](...)`, directly or through its own helpers) and allocating with torch; for the
+        triton_op style the harness rebinds the kernels it wraps (harness.authoring.launcher). Or
+        launch(k, *inputs): calls the kernels as `k.<kernel name>[grid](...)` and allocates outputs with
         `k.empty_like` / `k.empty`, which the harness fills with NaN so an unwritten element fails.
-        Every parameter after `k` is annotated, and the return is annotated; the harness infers the
-        operator schema from them.
+        Every input parameter is annotated, and the return is annotated; the harness infers the operator
+        schema from them.
+    schema: the schema instead, "(Tensor x, Tensor w) -> Tensor" as torch.library writes it, for a launcher
+        used as the library ships it, without annotations.
+    kernels: every Triton kernel the launcher launches (@triton.jit, @triton.autotune, @triton.heuristics or a
+        library's own kernel wrapper): the objects the harness wraps, edits and watches.
     reference(*inputs): the same computation in plain PyTorch (it also serves as the fake kernel).
     make_inputs(shape, dtype, device, generator): the positional inputs; dim 0 of every tensor is the
         batch, which export marks dynamic.
@@ -146,6 +186,10 @@ class Case:
     mutates: names of inputs the launcher writes in place (declared as `mutates_args`).
     backward: how to differentiate it (training rows); None: the case has no gradient.
     flops: flops(*input shapes) -> int, registered with register_flop_formula on the operator styles.
+    shipped: the op as the library ships it, called with the launcher's inputs: a torch.library operator
+        (torch.ops.ns.name, a custom_op or triton_op with the library's own fake and autograd registrations), an
+        autograd.Function's `apply`, or a plain function. It is a column of its own ("shipped") through every
+        row that applies to it; None: the case has no such column.
     """
 
     # Every field has a default, so a case missing one still loads and check() can say which.
@@ -168,6 +212,8 @@ class Case:
     mutates: frozenset[str] = frozenset()
     backward: Backward | None = None
     flops: Callable[..., int] | None = None
+    schema: str | None = None
+    shipped: Callable[..., Any] | None = None
     tags: frozenset[str] = frozenset()
     description: str = ""
     module: str = ""
@@ -197,6 +243,10 @@ class Case:
         for attr in ("launch", "reference", "make_inputs"):
             if not callable(getattr(self, attr)):
                 raise CaseError(self.name, f"{attr} must be a function")
+        self._check_reached(self.launch, self.kernels, "launcher")
+        if self.shipped is not None and not callable(self.shipped):
+            raise CaseError(self.name, "shipped must be the library's op: a torch.library operator, an autograd.Function's "
+                                       "apply, or a function")
         if not isinstance(self.shapes, st.SearchStrategy):
             raise CaseError(self.name, "shapes must be a hypothesis strategy of shape tuples")
         if len(self.example_shape) < 1 or self.example_shape[0] < 2:
@@ -220,9 +270,19 @@ class Case:
         params = self.input_parameters()
         for p in params:
             if p.annotation is inspect.Parameter.empty:
-                raise CaseError(self.name, f"launcher parameter {p.name!r} needs a type annotation (the schema is inferred)")
-        if self._signature(self.launch, "launcher").return_annotation is inspect.Signature.empty:
-            raise CaseError(self.name, "launcher needs a return annotation (-> torch.Tensor, -> None, ...)")
+                raise CaseError(self.name, f"launcher parameter {p.name!r} needs a type annotation (the schema is inferred), "
+                                           "or give the case schema=\"(Tensor x, ...) -> Tensor\"")
+        if self.signature.return_annotation is inspect.Signature.empty:
+            raise CaseError(self.name, "launcher needs a return annotation (-> torch.Tensor, -> None, ...), or give the case "
+                                       "schema=\"(Tensor x, ...) -> Tensor\"")
+        if self.schema is not None:
+            try:
+                launcher_params = list(without_namespace(self.launch, inspect.signature(self.launch)).parameters.values())
+                inspect.Signature(launcher_params).bind(*params)
+            except TypeError as exc:
+                raise CaseError(self.name, f"schema {self.schema!r} gives {len(params)} inputs the launcher cannot take: {exc}") from None
+            except ValueError:
+                pass  # a builtin without a signature: checked when it first runs
         for attr in ("mutates", "unbatched"):
             unknown = set(getattr(self, attr)) - {p.name for p in params}
             if unknown:
@@ -233,8 +293,8 @@ class Case:
             if not callable(self.backward.launch):
                 raise CaseError(self.name, "backward.launch must be a function")
             # The operator styles register the backward as an operator too: its schema comes from these.
-            signature = self._signature(self.backward.launch, "backward")
-            for p in list(signature.parameters.values())[1:]:
+            signature = self.backward_signature
+            for p in signature.parameters.values():
                 if p.annotation is inspect.Parameter.empty:
                     raise CaseError(self.name, f"backward parameter {p.name!r} needs a type annotation (the schema is inferred)")
             if signature.return_annotation is inspect.Signature.empty:
@@ -244,6 +304,7 @@ class Case:
                     kernel_name(kernel)
                 except TypeError as exc:
                     raise CaseError(self.name, f"backward: {exc}") from None
+            self._check_reached(self.backward.launch, self.backward.kernels, "backward")
         if self.requires is not None and not callable(self.requires):
             raise CaseError(self.name, "requires must be a function of the device returning a reason or None")
         if self.flops is not None and not callable(self.flops):
@@ -305,6 +366,16 @@ class Case:
                 inner = getattr(inner, "fn", None)
         return found
 
+    def _check_reached(self, launch: Callable[..., Any], kernels: tuple[Any, ...], what: str) -> None:
+        if takes_namespace(launch) or not kernels:
+            return
+        missed = unreached(launch, kernels)
+        if missed:
+            names = ", ".join(kernel_name(k) for k in missed)
+            raise CaseError(self.name, f"the {what} never reads {names} as a global (its own, or of a Python function it calls), "
+                                       "so the harness cannot wrap it for the triton_op style: call each kernel by its global "
+                                       f"name, or take the namespace first, {what}(k, ...), and call k.{kernel_name(missed[0])}[grid](...)")
+
     def _signature(self, fn: Callable[..., Any], what: str) -> inspect.Signature:
         try:
             return resolved_signature(fn)
@@ -312,11 +383,39 @@ class Case:
             raise CaseError(self.name, f"{what}'s type annotations do not evaluate ({described(exc)}): "
                                        "import what they name in the case's module") from None
 
+    @property
+    def signature(self) -> inspect.Signature:
+        """The op's signature, inputs and return, as its callers see it: the schema's where the case gives one,
+        else the launcher's annotations (without `k`). Every style's operator schema is inferred from it."""
+        if self.schema is not None:
+            try:
+                return schema_signature(self.schema)
+            except Exception as exc:  # noqa: BLE001 - torch's schema parser says what it could not read
+                raise CaseError(self.name, f"schema {self.schema!r} does not parse ({described(exc)}): write it as "
+                                           "torch.library does, \"(Tensor x, int n) -> Tensor\"") from None
+        return without_namespace(self.launch, self._signature(self.launch, "launcher"))
+
+    @property
+    def backward_signature(self) -> inspect.Signature:
+        """backward(grad, *inputs) as its callers see it (without `k`)."""
+        assert self.backward is not None
+        return without_namespace(self.backward.launch, self._signature(self.backward.launch, "backward"))
+
+    @property
+    def shipped_kind(self) -> ShippedKind | None:
+        """What the shipped op is, or None where the case names none."""
+        shipped = self.shipped
+        if shipped is None:
+            return None
+        if isinstance(shipped, (torch._ops.OpOverloadPacket, torch._ops.OpOverload, CustomOpDef)):
+            return ShippedKind.OPERATOR
+        owner = getattr(shipped, "__self__", None)
+        if getattr(shipped, "__name__", None) == "apply" and isinstance(owner, type) and issubclass(owner, torch.autograd.Function):
+            return ShippedKind.AUTOGRAD_FUNCTION
+        return ShippedKind.FUNCTION
+
     def input_parameters(self) -> list[inspect.Parameter]:
-        params = list(self._signature(self.launch, "launcher").parameters.values())
-        if not params or params[0].annotation is not inspect.Parameter.empty:
-            raise CaseError(self.name, "launcher must take the kernel namespace `k` first (unannotated), then the inputs")
-        return params[1:]
+        return list(self.signature.parameters.values())
 
     @property
     def batched(self) -> tuple[bool, ...]:

@@ -10,7 +10,7 @@ from typing import Iterable
 import torch
 from tabulate import tabulate
 
-from harness.authoring.case import Case, dtype_name
+from harness.authoring.case import Case, dtype_name, kernel_name
 
 
 def strategy_text(strategy: object) -> str:
@@ -52,13 +52,15 @@ def _more(case: Case) -> str:
     if case.backward is None:
         notes.append("no backward")
     else:
-        notes.append("backward: " + (", ".join(k.__name__ for k in case.backward.kernels) if case.backward.kernels else "PyTorch"))
+        notes.append("backward: " + (", ".join(kernel_name(k) for k in case.backward.kernels) if case.backward.kernels else "PyTorch"))
     if case.mutates:
         notes.append("mutates " + ", ".join(sorted(case.mutates)))
     if case.flops:
         notes.append("flop formula")
     if case.requires:
         notes.append(f"requires: {case.requires.__name__}")
+    if case.shipped_kind is not None:
+        notes.append(f"shipped op: {case.shipped_kind.value}")
     return "; ".join(notes)
 
 

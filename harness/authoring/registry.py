@@ -48,7 +48,7 @@ class Loaded:
 
 def _import(spec: str) -> ModuleType:
     """A case module, imported the way pytest imports a test module: a file's folder (for a file inside a
-    package, the folder above its top package) goes first on sys.path, so the case imports the modules beside
+    package, or a package's own folder, the folder above its top package) goes first on sys.path, so the case imports the modules beside
     it as its own tests would; a file inside a package is imported by its dotted name, so relative imports work."""
     if not (spec.endswith(".py") or os.sep in spec):
         return importlib.import_module(spec)
@@ -57,7 +57,9 @@ def _import(spec: str) -> ModuleType:
         raise FileNotFoundError(f"no such file {path}: give a .py file or an importable module name")
     name, root = _dotted_name(path)
     importable(root)
-    if "." in name:  # a module of a package
+    if "." in name or os.path.isdir(path):  # a module of a package, or a package's folder: each of its modules a case file
+        if os.path.isdir(path) and not os.path.exists(os.path.join(path, "__init__.py")):
+            raise FileNotFoundError(f"{path} is a folder without __init__.py: give a package's folder, or its .py files")
         return importlib.import_module(name)
     # A lone file keeps a name of its own, so that a case file named like another module (cases.py, copy.py)
     # shadows nothing.

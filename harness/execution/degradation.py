@@ -23,7 +23,7 @@ from torch._dynamo.utils import counters
 from torch._inductor.graph import GraphLowering
 
 from harness.authoring.case import kernel_name
-from harness.execution.wrapping import launcher_namespace
+from harness.execution.wrapping import launch_with
 
 
 @dataclass
@@ -190,7 +190,7 @@ def record_writes(watch: Watch, launch: Callable[..., Any], kernels: tuple[Any, 
     tensor argument copied before and compared after."""
     recorders = {kernel_name(k): _Recorder(k, kernel_name(k), watch) for k in kernels}
     with torch.no_grad():
-        launch(launcher_namespace(**recorders), *tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs))
+        launch_with(launch, kernels, recorders, *tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs))
 
 
 class _Recorder:

@@ -14,7 +14,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from harness.authoring.case import Case
 from harness.execution.wrapping import build as build_wrapping
-from harness.execution.wrapping import operator
+from harness.execution.wrapping import operator, shipped_operator
 from harness.model.columns import Wrapping
 from harness.model.errors import HarnessError, first_line
 from harness.model.rows import Row
@@ -47,7 +47,7 @@ def _halves(inputs: tuple[Any, ...], part: str) -> tuple[Any, ...]:
 def programs(row: Row, case: Case, wrapping: Wrapping) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(program, reference) for a subsystem row."""
     if row is Row.OPCHECK:
-        op = operator(case, wrapping)
+        op = shipped_operator(case) if wrapping is Wrapping.SHIPPED else operator(case, wrapping)
 
         def opcheck(*inputs: Any) -> list[Any]:
             report = torch.library.opcheck(op, inputs, raise_exception=False)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import math
 import sys
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.utils.flop_counter import register_flop_formula
 
-from harness.authoring.case import Case, kernel_name, resolved_signature
-from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
+from harness.authoring.case import Case, kernel_name
+from harness.authoring.launcher import rebound, takes_namespace
+from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, ShippedKind, Wrapping
 
 
 def _poison_value(dtype: torch.dtype) -> Any:
@@ -84,6 +86,28 @@ def launcher_namespace(**kernels: Any) -> types.SimpleNamespace:
     return types.SimpleNamespace(**kernels, empty_like=empty_like, empty=empty)
 
 
+def launch_with(launch: Callable[..., Any], kernels: tuple[Any, ...], standing: Mapping[str, Any], *args: Any) -> Any:
+    """launch(*args) with `standing[name]` in the place of each case kernel of that name (a wrapped kernel, a
+    recorder), in either form a launcher takes (harness.authoring.launcher)."""
+    if takes_namespace(launch):
+        return launch(launcher_namespace(**{**{kernel_name(k): k for k in kernels}, **standing}), *args)
+    return _rebound_by_name(launch, kernels, **standing)(*args)
+
+
+def _rebound_by_name(launch: Callable[..., Any], kernels: tuple[Any, ...], **standing: Any) -> Callable[..., Any]:
+    by_name = {kernel_name(k): k for k in kernels}
+    return rebound(launch, {id(by_name[name]): value for name, value in standing.items()})
+
+
+def plain_call(launch: Callable[..., Any], kernels: tuple[Any, ...]) -> Callable[..., Any]:
+    """The launcher as its callers call it, on the kernels as they are: itself in the globals form; in the `k`
+    form, a function giving it the namespace (built once: Dynamo sees the same object every call)."""
+    if not takes_namespace(launch):
+        return launch
+    k = kernel_namespace(kernels)
+    return lambda *inputs: launch(k, *inputs)
+
+
 # Built once a process: the styles' callables hold the operators and Functions registered for them.
 _built: dict[tuple[str, Wrapping, bool], Callable[..., Any]] = {}
 
@@ -101,18 +125,25 @@ def build(case: Case, wrapping: Wrapping, cpu_fallback: bool = False) -> Callabl
     return _built[key]
 
 
-def _signature_of(launch: Callable[..., Any], name: str, body: Callable[..., Any]) -> Callable[..., Any]:
-    """Give `body(*args)` the launcher's signature minus `k`, so torch.library can infer the schema."""
-    sig = resolved_signature(launch)
-    body.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])  # type: ignore[attr-defined]
+def _signed(signature: inspect.Signature, name: str, body: Callable[..., Any]) -> Callable[..., Any]:
+    """Give `body(*args)` the op's signature (Case.signature), so torch.library can infer the schema."""
+    body.__signature__ = signature  # type: ignore[attr-defined]
     body.__name__ = name
     return body
 
 
+# The kernels are wrapped on every call, inside the op: wrap_triton decides then whether to trace (torch runs a
+# triton_op's body with wrapping disabled in eager). A `k` launcher gets them in its namespace; a globals one
+# runs as a copy whose globals name them (harness.authoring.launcher).
 _TRITON_OP_TEMPLATE = """
 def {name}(*_tcm_inputs):
     _tcm_k = _tcm_namespace({wrapped})
     return _tcm_launch(_tcm_k, *_tcm_inputs)
+"""
+
+_TRITON_OP_GLOBALS_TEMPLATE = """
+def {name}(*_tcm_inputs):
+    return _tcm_rebound(_tcm_launch, _tcm_kernels, {wrapped})(*_tcm_inputs)
 """
 
 
@@ -140,28 +171,31 @@ def _triton_op_body(name: str, launch: Callable[..., Any], kernels: tuple[Any, .
     is invisible to it, and editing that kernel would not invalidate the cache."""
     names = {kernel_name(kernel): kernel for kernel in kernels}
     wrapped = ", ".join(f"{n}=wrap_triton({n})" for n in names)
-    source = _TRITON_OP_TEMPLATE.format(name=name, wrapped=wrapped)
+    template = _TRITON_OP_TEMPLATE if takes_namespace(launch) else _TRITON_OP_GLOBALS_TEMPLATE
+    source = template.format(name=name, wrapped=wrapped)
     namespace = _generated_module(name, source, f"{name} triton_op", wrap_triton=torch.library.wrap_triton,
-                                  _tcm_launch=launch, _tcm_namespace=launcher_namespace, **names)
+                                  _tcm_launch=launch, _tcm_namespace=launcher_namespace, _tcm_rebound=_rebound_by_name,
+                                  _tcm_kernels=kernels, **names)
     return namespace[name]
 
 
 def _operator(
-    name: str, launch: Callable[..., Any], kernels: tuple[Any, ...], style: Wrapping, mutates: frozenset[str], fake: Callable[..., Any]
+    name: str, launch: Callable[..., Any], kernels: tuple[Any, ...], style: Wrapping, mutates: frozenset[str], fake: Callable[..., Any],
+    signature: inspect.Signature,
 ) -> Any:
     """A triton_op (kernels wrapped with wrap_triton, traced into) or a custom_op (opaque, with a fake)."""
     qualified = f"{OP_NAMESPACE}::{name}"
     if style is Wrapping.TRITON_OP:
         body = _triton_op_body(name, launch, kernels)
-        return torch.library.triton_op(qualified, _signature_of(launch, name, body), mutates_args=tuple(mutates))
+        return torch.library.triton_op(qualified, _signed(signature, name, body), mutates_args=tuple(mutates))
 
-    k = kernel_namespace(kernels)
+    call = plain_call(launch, kernels)
 
     def body(*inputs: Any) -> Any:
-        return launch(k, *inputs)
+        return call(*inputs)
 
-    op = torch.library.custom_op(qualified, _signature_of(launch, name, body), mutates_args=tuple(mutates))
-    op.register_fake(_signature_of(launch, name, fake))
+    op = torch.library.custom_op(qualified, _signed(signature, name, body), mutates_args=tuple(mutates))
+    op.register_fake(_signed(signature, name, fake))
     return op
 
 
@@ -180,16 +214,18 @@ def _backward_callable(case: Case, style: Wrapping) -> Callable[..., Any]:
     assert case.backward is not None
     bwd = case.backward
     if not bwd.kernels:
-        return lambda grad, *inputs: bwd.launch(None, grad, *inputs)
+        if takes_namespace(bwd.launch):
+            return lambda grad, *inputs: bwd.launch(None, grad, *inputs)
+        return bwd.launch
     if style in OPERATOR_STYLES:
 
         def fake(grad: Any, *inputs: Any) -> Any:
             grads = tuple(torch.empty_like(x) for x in inputs if isinstance(x, torch.Tensor))
             return grads[0] if len(grads) == 1 else grads
 
-        return _operator(f"{case.name}_backward_{style.value}", bwd.launch, bwd.kernels, style, frozenset(), fake)
-    k = kernel_namespace(bwd.kernels)
-    return lambda grad, *inputs: bwd.launch(k, grad, *inputs)
+        return _operator(f"{case.name}_backward_{style.value}", bwd.launch, bwd.kernels, style, frozenset(), fake,
+                         case.backward_signature)
+    return plain_call(bwd.launch, bwd.kernels)
 
 
 def _register_autograd(case: Case, op: Any, style: Wrapping) -> None:
@@ -214,7 +250,7 @@ class {name}(torch.autograd.Function):
     def forward(ctx, {args}):
         ctx.save_for_backward({saved})
         {keep}
-        return launch(k, {args})
+        return launch({k}{args})
 
     @staticmethod
     def backward(ctx, grad):
@@ -244,6 +280,7 @@ def _autograd_function(case: Case) -> type:
         keep="; ".join(f"ctx.{n} = {n}" for n in others) or "pass",
         unpack="(" + "".join(f"{n}, " for n in tensors) + ")",
         restore="; ".join(f"{n} = ctx.{n}" for n in others) or "pass",
+        k="k, " if takes_namespace(case.launch) else "",  # the launcher is called as written: with the namespace, or not
     )
     namespace = _generated_module(f"{case.name}_function", source, f"{case.name} autograd.Function", torch=torch,
                                   launch=case.launch, k=kernel_namespace(case.kernels), backward=backward or no_backward,
@@ -281,8 +318,10 @@ def _build(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Callable[..., 
 
     if wrapping is Wrapping.RAW:
         # A plain function that launches the kernel: the shape users write already.
-        k = kernel_namespace(case.kernels)
-        return lambda *inputs: case.launch(k, *inputs)
+        return plain_call(case.launch, case.kernels)
+
+    if wrapping is Wrapping.SHIPPED:
+        return _shipped_caller(case)
 
     if wrapping is Wrapping.RAW_AUTOGRAD:
         function = _autograd_function(case)
@@ -312,11 +351,39 @@ def operator(case: Case, wrapping: Wrapping, cpu_fallback: bool = False) -> Any:
 
 def _register_operator(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Any:
     name = f"{case.name}_{wrapping.value}" + ("_cpu_fallback" if cpu_fallback else "")
-    op = _operator(name, case.launch, case.kernels, wrapping, case.mutates, lambda *inputs: case.reference(*inputs))
+    op = _operator(name, case.launch, case.kernels, wrapping, case.mutates, lambda *inputs: case.reference(*inputs), case.signature)
     if case.backward is not None:
         _register_autograd(case, op, wrapping)
     if case.flops is not None and not cpu_fallback:
         _register_flops(case, op)
     if cpu_fallback:
-        op.register_kernel("cpu")(_signature_of(case.launch, name, lambda *inputs: case.reference(*inputs)))
+        op.register_kernel("cpu")(_signed(case.signature, name, lambda *inputs: case.reference(*inputs)))
     return op
+
+
+def shipped_operator(case: Case) -> Any:
+    """The library's own torch.library operator, as opcheck takes it."""
+    assert case.shipped_kind is ShippedKind.OPERATOR, case.shipped_kind
+    return case.shipped
+
+
+def shipped_qualname(case: Case) -> str:
+    """The shipped operator's "namespace::name" (an overload packet, an overload or a custom_op's object alike)."""
+    shipped = case.shipped
+    return str(getattr(shipped, "_qualname", None) or getattr(shipped, "_qualified_op_name", None) or getattr(shipped, "_name", ""))
+
+
+def _shipped_caller(case: Case) -> Callable[..., Any]:
+    """The library's op called as its users call it: `torch.ops.ns.name(x, y)`, `Function.apply(x, y)` or
+    `function(x, y)`, from a function of the case's named inputs (see _caller)."""
+    shipped, kind = case.shipped, case.shipped_kind
+    title = f"{case.name} calling its shipped op"
+    if kind is ShippedKind.OPERATOR:
+        namespace, _, op_name = shipped_qualname(case).partition("::")
+        if op_name:  # by its torch.ops name, as a model calls a library's op (an overload packet or a custom_op alike)
+            return _caller(f"{case.name}_shipped", case, f"torch.ops.{namespace}.{op_name.split('.')[0]}", title)
+        return _caller(f"{case.name}_shipped", case, "_tcm_shipped", title, _tcm_shipped=shipped)
+    if kind is ShippedKind.AUTOGRAD_FUNCTION:
+        function = shipped.__self__  # type: ignore[union-attr]
+        return _caller(f"{case.name}_shipped", case, f"{function.__name__}.apply", title, **{function.__name__: function})
+    return _caller(f"{case.name}_shipped", case, "_tcm_shipped", title, _tcm_shipped=shipped)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Collection, Mapping
 
 from harness.model.columns import Wrapping
 from harness.model.errors import CellIdError
@@ -72,5 +73,13 @@ class Cell:
         return f"{self.case}-{self.wrapping.value}-{dtype}"
 
 
-def all_cells(cases: list[str], wrappings: list[Wrapping] | None = None, rows: list[Row] | None = None) -> list[Cell]:
-    return [Cell(c, w, p) for c in cases for w in (wrappings or list(Wrapping)) for p in (rows or list(Row))]
+def all_cells(cases: list[str], wrappings: list[Wrapping] | None = None, rows: list[Row] | None = None,
+              shipped: Collection[str] = ()) -> list[Cell]:
+    """Every cell of these cases; the shipped column only for the cases in `shipped` (those that name their library's op)."""
+    return [Cell(c, w, p) for c in cases for w in (wrappings or list(Wrapping)) for p in (rows or list(Row))
+            if w is not Wrapping.SHIPPED or c in shipped]
+
+
+def matrix_cells(cases: Mapping[str, Any]) -> list[Cell]:
+    """The cells of the loaded cases (name -> Case)."""
+    return all_cells(list(cases), shipped=[name for name, case in cases.items() if getattr(case, "shipped", None) is not None])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
-from harness.model.columns import OPERATOR_STYLES, Wrapping
+from harness.model.columns import OPERATOR_STYLES, ShippedKind, Wrapping
 from harness.model.errors import UsageError
 
 
@@ -45,6 +45,7 @@ Applies = Callable[[Any, Wrapping], "str | None"]
 
 
 def _has_gradient(case: Any, wrapping: Wrapping) -> str | None:
+    # The shipped op, like the raw launcher, is trained as it is: whatever gradient its library gives it is checked.
     if case.mutates:
         return "the case mutates its inputs: it has no gradient to check"
     if case.backward is None and wrapping in (Wrapping.RAW_AUTOGRAD, *OPERATOR_STYLES):
@@ -52,8 +53,23 @@ def _has_gradient(case: Any, wrapping: Wrapping) -> str | None:
     return None
 
 
+def _ships_operator(case: Any) -> str | None:
+    kind = case.shipped_kind
+    return None if kind is ShippedKind.OPERATOR else f"the case's shipped op is a{'n' if kind is ShippedKind.AUTOGRAD_FUNCTION else ''} {kind.value}"
+
+
 def _is_operator(case: Any, wrapping: Wrapping) -> str | None:
+    if wrapping is Wrapping.SHIPPED:
+        why = _ships_operator(case)
+        return why and f"opcheck tests torch.library operators; {why}"
     return None if wrapping in OPERATOR_STYLES else "opcheck tests torch.library operators; this style is none"
+
+
+def _falls_back(case: Any, wrapping: Wrapping) -> str | None:
+    # A generated operator style gets the case's reference as its CPU kernel; the shipped op runs as the library
+    # registered it, so the row asks whether the library gave its operator a CPU kernel.
+    why = _ships_operator(case) if wrapping is Wrapping.SHIPPED else None
+    return why and f"the CPU fallback is a torch.library operator's CPU kernel; {why}"
 
 
 def _counts_flops(case: Any, wrapping: Wrapping) -> str | None:
@@ -180,7 +196,7 @@ class Row(str, enum.Enum):
     FLOP_COUNTER = RowSpec("flop_counter", Kind.SUBSYSTEM, "FlopCounterMode", **_SUBSYSTEM, timed=False, examples=Examples.DRAWN,
                        applies=_counts_flops, outputs=("the flop count",))
     CPU_FALLBACK = RowSpec("cpu_fallback", Kind.SUBSYSTEM, "CPU fallback (CPU tensors)", **_SUBSYSTEM, timed=False,
-                       examples=Examples.DRAWN, device="cpu")
+                       examples=Examples.DRAWN, device="cpu", applies=_falls_back)
     TENSOR_SUBCLASS = RowSpec("tensor_subclass", Kind.SUBSYSTEM, "tensor subclass (TwoTensor)", **_SUBSYSTEM, timed=False,
                           examples=Examples.DRAWN, outputs=("the result's .a", "the result's .b"))
 

@@ -17,7 +17,7 @@ import pytest
 
 from harness.environment import machine, vec_isa
 from harness.model import results as results_file
-from harness.model.cell import Cell, all_cells
+from harness.model.cell import Cell, matrix_cells
 from harness.model.fingerprint import ShardPart
 from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Outcome
@@ -98,7 +98,7 @@ class MatrixController:
 
         cases = loaded(self.config).cases
         workers = getattr(self.config.option, "numprocesses", None)
-        return estimate.Plan(cells=sorted(self.collected), all_cells=len(all_cells(list(cases))), cases=cases,
+        return estimate.Plan(cells=sorted(self.collected), all_cells=len(matrix_cells(cases)), cases=cases,
                              specs=case_specs(self.config), profile=profile_name(self.config),
                              gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
                              workers=workers if isinstance(workers, int) and workers > 0 else 1,
@@ -113,7 +113,7 @@ class MatrixController:
         part = shard_of(self.config)
         if part is not None:
             return os.path.join(DEFAULT_REPORT_DIR, part.name)
-        whole = self.collected >= set(all_cells(list(loaded(self.config).cases)))
+        whole = self.collected >= set(matrix_cells(loaded(self.config).cases))
         return DEFAULT_REPORT_DIR if whole else os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
 
     def _say(self, text: str, **markup: bool) -> None:

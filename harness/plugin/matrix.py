@@ -8,7 +8,7 @@ itself broke, and `-v`, junit XML and `--lf` show the outcome (see harness.plugi
 
 import pytest
 
-from harness.model.cell import all_cells
+from harness.model.cell import matrix_cells
 from harness.model.outcome import Outcome
 from harness.plugin.worker import MatrixWorker
 
@@ -17,7 +17,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     worker = MatrixWorker.of(metafunc.config)
     if worker is None:
         raise pytest.UsageError(f"{__file__} is the matrix's test module: run it with `pytest --matrix` or `triton-compat-matrix run`")
-    cells = all_cells(list(worker.cases))
+    cells = matrix_cells(worker.cases)
     metafunc.parametrize("cell", cells, ids=[c.id for c in cells])
 
 

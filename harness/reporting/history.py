@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 from harness.model import results as results_file
 from harness.model.cell import Cell
-from harness.model.columns import STYLES, Wrapping
+from harness.model.columns import STYLES, Wrapping, present
 from harness.model.errors import ResultsError
 from harness.model.fingerprint import SAME_ENVIRONMENT, Fingerprint
 from harness.model.judging import Verdict, by_row_and_style, judged, pass_counts, verdict
@@ -149,7 +149,7 @@ def chart(chart_columns: list[Column]) -> str:
 def _entry(by_style: dict[Wrapping, list[CellResult]] | None) -> str:
     if not by_style:
         return "not run"
-    return "<br>".join(_style_entry(style, by_style.get(style, [])) for style in ENTRY_STYLES)
+    return "<br>".join(_style_entry(style, by_style.get(style, [])) for style in present(ENTRY_STYLES, by_style))
 
 
 def _style_entry(style: Wrapping, cells: list[CellResult]) -> str:
@@ -162,6 +162,7 @@ def _style_entry(style: Wrapping, cells: list[CellResult]) -> str:
 
 def render(chart_columns: list[Column], compared: list[Step]) -> str:
     symbols = "; ".join(f"{SYMBOLS[v]} {v.value}: {MEANINGS[v]}" for v in Verdict)
+    styles = present(ENTRY_STYLES, [c for column in chart_columns for c in column.results.cells])
     out = [
         f"# History: the matrix in {len(chart_columns)} environments, oldest first",
         "",
@@ -171,7 +172,7 @@ def render(chart_columns: list[Column], compared: list[Step]) -> str:
         "",
         chart(chart_columns),
         "",
-        f"Each entry gives, for every wrapping style ({', '.join(s.value for s in ENTRY_STYLES)}: the control is the "
+        f"Each entry gives, for every wrapping style ({', '.join(s.value for s in styles)}: the control is the "
         f"case's plain PyTorch reference), SUPPORT.md's verdict and the cases that passed of those counted: {symbols}. "
         "As in SUPPORT.md, skipped cells are not counted (the profile left the row out, the row does not apply to the "
         "case or style, it needs CUDA), nor errors of the case or the harness (*error*), nor failures the environment "

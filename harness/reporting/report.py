@@ -11,7 +11,7 @@ from tabulate import tabulate
 
 from harness.model import results as results_file
 from harness.model.cell import Cell
-from harness.model.columns import STYLES, Wrapping
+from harness.model.columns import GENERATED_STYLES, STYLES, Wrapping, present
 from harness.model.judging import FAILED, Verdict, by_row_and_style, counted_cells, judged, outcome_label, pass_counts, verdict
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
@@ -86,10 +86,11 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
     for cell in results.cells:
         index[(cell.row, cell.wrapping)].append(cell)
     rows, disagreements = [], []
+    styles = present(STYLES, results.cells)
     for question in tutorial.QUESTIONS:
         links = ", ".join(f"[{p.value}](MATRIX.md#{p.value})" for p in question.rows)
         line = [f"{question.title} ({links})"]
-        for style in STYLES:
+        for style in styles:
             cells = [c for p in question.rows for c in index.get((p, style), [])]
             passed, counted = pass_counts(cells, question.traces_into)
             entry = _verdict_text(passed, counted)
@@ -97,7 +98,7 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
                 only_there = _in_process_only(cells, [c for p in question.in_process for c in index.get((p, style), [])])
                 if only_there:
                     entry += f"; {len(only_there)} more run only in the process that built them"
-            claim = question.claims.get(tutorial.COLUMN_OF[style])
+            claim = question.claims.get(tutorial.COLUMN_OF.get(style, ""))  # the tutorial has no shipped column
             if claim is not None and counted:
                 if tutorial.agrees(claim, passed, counted):
                     entry += f"; tutorial: {claim}"
@@ -115,7 +116,7 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
                     )
             line.append(entry)
         rows.append(line)
-    table = tabulate(rows, headers=["", *[s.title for s in STYLES]], tablefmt="github")
+    table = tabulate(rows, headers=["", *[s.title for s in styles]], tablefmt="github")
     return table, disagreements
 
 
@@ -139,17 +140,18 @@ def support_chart(results: Results, picture_drawn: bool = False) -> str:
     """The chart; `picture_drawn`: whether the matrix's picture lies beside it (see `write`)."""
     results = judged(results)
     by_row = by_row_and_style(results.cells)
+    styles = present(STYLES, results.cells)
     rows = []
     for row in Row:
         if row not in by_row:
             continue
         control = by_row[row].get(Wrapping.CONTROL, [])
         line = [f"[{row.spec.title}](MATRIX.md#{row.value})"]
-        for style in STYLES:
+        for style in styles:
             line.append(_support_entry(by_row[row].get(style, []), row))
         line.append(_control_entry(control))
         rows.append(line)
-    headers = ["row", *[s.title for s in STYLES], "control (PyTorch reference)"]
+    headers = ["row", *[s.title for s in styles], "control (PyTorch reference)"]
     chart, disagreements = tutorial_chart(results)
     text = [
         "# Support chart: user-defined Triton kernels vs PyTorch compile paths",
@@ -182,10 +184,37 @@ def support_chart(results: Results, picture_drawn: bool = False) -> str:
         "CUDA graphs skipped), said in MATRIX.md. Every entry links to its row of [MATRIX.md](MATRIX.md), which shows each "
         "cell with its outcome and the first line of its error.",
         "",
+        *_shipped_section(results, by_row),
         *_findings(results),
         *_speed_section(results),
     ]
     return "\n".join(text)
+
+
+def _shipped_section(results: Results, by_row: dict[Row, dict[Wrapping, list[CellResult]]]) -> list[str]:
+    """The ops as their libraries ship them, each against the generated styles on the same case: where the
+    library's own op fails a row that some generated style passes, that style is the way out."""
+    shipped = sorted({c.case for c in results.cells if c.wrapping is Wrapping.SHIPPED})
+    if not shipped:
+        return []
+    lines = ["## The libraries' own ops (shipped)", "",
+             "Each case below names the op its library ships (a torch.library operator, an autograd.Function or a plain "
+             "function); its column runs that op as the library's users call it. Per case: the rows where the shipped op "
+             "fails, and the generated styles that pass there.", ""]
+    for case in shipped:
+        failing = []
+        for row, styles in by_row.items():
+            mine = [c for c in styles.get(Wrapping.SHIPPED, []) if c.case == case]
+            if not mine or mine[0] not in counted_cells(mine) or mine[0].outcome is Outcome.PASS:
+                continue
+            passing = [s.title for s in GENERATED_STYLES if any(c.case == case and c.outcome is Outcome.PASS for c in styles.get(s, []))]
+            failing.append(f"[{row.value}](MATRIX.md#{row.value}) ({outcome_label(mine[0])}"
+                           + (f"; passes as {', '.join(passing)}" if passing else "") + ")")
+        cells = [c for c in results.cells if c.case == case and c.wrapping is Wrapping.SHIPPED]
+        passed, counted = pass_counts(cells)
+        lines.append(f"- `{case}`: passes {passed} of the {counted} rows counted" +
+                     (f"; fails on {', '.join(failing)}" if failing else ""))
+    return [*lines, ""]
 
 
 def _findings(results: Results) -> list[str]:
@@ -235,7 +264,7 @@ def _speed_section(results: Results) -> list[str]:
         "with the autograd.Function in eager mode. Each entry is the geometric mean over the cases timed "
         "(how many in brackets); every cell's figure is in [MATRIX.md](MATRIX.md).",
         "",
-        tabulate(rows, headers=["row", *[w.value for w in Wrapping]], tablefmt="github"),
+        tabulate(rows, headers=["row", *[w.value for w in present(Wrapping, results.cells)]], tablefmt="github"),
         "",
         f"Benchmark inputs: {'; '.join(shapes)}.",
         "",
@@ -268,7 +297,7 @@ def speed_table(cells: list[CellResult]) -> list[list[str]]:
         if row not in ratios:
             continue
         line = [row.spec.title]
-        for w in Wrapping:
+        for w in present(Wrapping, cells):
             values = ratios[row].get(w)
             line.append(f"{math.exp(sum(map(math.log, values)) / len(values)):.2f}x ({len(values)})" if values else "")
         rows.append(line)
@@ -360,8 +389,9 @@ def matrix(results: Results) -> str:
         for c in cells:
             ratio = speedup(c, by_cell)
             grid[c.case][c.wrapping] = outcome_label(c) + (f", {ratio:.2f}x eager" if ratio is not None else "")
-        rows = [[case, *[grid[case].get(w, "") for w in Wrapping]] for case in sorted(grid)]
-        out.append(tabulate(rows, headers=["case", *[w.value for w in Wrapping]], tablefmt="github"))
+        columns = present(Wrapping, results.cells)
+        rows = [[case, *[grid[case].get(w, "") for w in columns]] for case in sorted(grid)]
+        out.append(tabulate(rows, headers=["case", *[w.value for w in columns]], tablefmt="github"))
         details = [c for c in sorted(cells, key=lambda c: c.cell.id)
                    if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky or c.degradations]
         if details:

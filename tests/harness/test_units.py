@@ -86,7 +86,7 @@ def test_string_annotations_are_read_as_the_types_they_name_and_an_unknown_name_
         (dict(shapes=[(1,)]), "hypothesis strategy"),
         (dict(max_batch=64, benchmark_batch=65), "benchmark_batch 65 must lie in 1..max_batch"),
         (dict(reference=None), "no reference: give reference="),
-        (dict(launch=_launch_without_k), "launcher must take the kernel namespace `k` first"),
+        (dict(launch=_launch_without_k), "the launcher never reads copy_kernel as a global .* or take the namespace first"),
         (dict(dtypes=("float16",)), "unknown dtype 'float16': give torch dtypes"),
         (dict(make_inputs=inputs.randn(2)), "make_inputs gives 2 inputs but the launcher takes 1"),
         (dict(make_inputs=lambda shape, dtype, device, gen: 1 / 0), "make_inputs fails on example_shape"),
