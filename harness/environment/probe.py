@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from typing import Any, Callable, Mapping
@@ -30,6 +31,17 @@ def _autotuned_add_kernel(a, b, out, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(out + offsets, tl.load(a + offsets, mask=mask) + tl.load(b + offsets, mask=mask), mask=mask)
+
+
+@triton.jit
+def _extern_call_kernel(a, out, n, LIBRARY: tl.constexpr, NAME: tl.constexpr, ARITY: tl.constexpr, BLOCK: tl.constexpr):
+    # The function is looked up on its module while the kernel runs, as a case's kernel looks it up: the
+    # interpreter patches the modules it implements (tl, tl.math) only for the time of a launch.
+    offsets = tl.arange(0, BLOCK)
+    mask = offsets < n
+    value = tl.load(a + offsets, mask=mask)
+    result = getattr(LIBRARY, NAME)(*((value,) * ARITY))
+    tl.store(out + offsets, result, mask=mask)
 
 
 RECORD = "tcm-probes.json"
@@ -106,6 +118,27 @@ def autotuning(device: str, record_dir: str | None = None) -> str | None:
             return f"{type(exc).__name__}: {first_line(exc)}"[:300]
 
     return _recorded(record_dir, f"autotuning on {device}", measure)
+
+
+def interpreted_extern(module: str, name: str, arity: int, record_dir: str | None = None) -> str | None:
+    """Why Triton's CPU interpreter cannot run the device-library function `module.name` (a libdevice
+    function, `triton.language.extra.libdevice.j0`), or None where it can: a trivial kernel calling it on a
+    float32 block, launched once under the interpreter. Triton 3.9's interpreter has none of them: the generic
+    libdevice functions are stubs that the GPU compiler replaces (they return None there: "cannot convert None
+    ... to tensor"), and the CUDA and HIP ones need the compiler ("`_semantic` argument must be provided")."""
+
+    def measure() -> str | None:
+        a = torch.arange(1, 38, dtype=torch.float32) / 40
+        out = torch.empty_like(a)
+        try:
+            library = importlib.import_module(module)
+            _extern_call_kernel[(1,)](a, out, a.numel(), LIBRARY=library, NAME=name, ARITY=arity, BLOCK=64)
+            return None
+        except Exception as exc:  # noqa: BLE001 - the failure is the answer
+            inner = exc.__cause__ or exc  # the interpreter wraps what the kernel raised (InterpreterError(repr(error)))
+            return f"{type(inner).__name__}: {first_line(inner)}"[:300]
+
+    return _recorded(record_dir, f"the interpreter running {module}.{name}", measure)
 
 
 def _probe(device: str) -> dict[str, str]:

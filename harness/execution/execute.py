@@ -3,35 +3,48 @@
 One method per stage (wrap, build per dtype, check, time), each announcing its stage before entering it,
 so a runner that dies or hangs knows where. Exceptions from PyTorch, Triton and the case's own code are
 foreign: they become the cell's outcome here and nowhere else (`stage`, `case_code`, `_failure`, `_record`).
+Before a style cell runs, one plain eager call of the launcher tells a mistake in the case's own code, which
+every style would meet, from what the cell measures (`_launcher_in_plain_eager`, `raised_by_case_code`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import dis
+import inspect
+import io
+import linecache
 import logging
 import math
 import os
 import resource
+import sys
 import time
+import tokenize
+import traceback
+from types import TracebackType
 from typing import Any, Callable, Iterator
 
 import torch
 import torch._dynamo.exc as dynamo_exc
 import torch._inductor.exc as inductor_exc
+import triton
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch._dynamo.utils import counters
+from triton.runtime.jit import KernelInterface
 
 from harness.authoring.case import Case, Example, dtype_name
 from harness.environment import probe
 from harness.execution import builders, degradation, perf, subsystems
 from harness.execution import training as train
+from harness.execution import warm_cache
 from harness.execution import wrapping as wrappings
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
 from harness.model.cell import Cell
-from harness.model.columns import OP_NAMESPACE, Wrapping
+from harness.model.columns import OP_NAMESPACE, ShippedKind, Wrapping
 from harness.model.errors import HarnessError, Mismatch, first_line
 from harness.model.outcome import CaseCodeError, CellResult, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
 from harness.model.rows import Examples, Kind, Row
@@ -94,6 +107,208 @@ def _raised_while_tracing(error: BaseException) -> bool:
     return False
 
 
+# -- whose error a plain eager call of the launcher raised ------------------------------------------------------
+
+
+class LauncherRaised(CaseCodeError):
+    """The case's launcher (or its shipped op) raised in the case's own code when called in plain eager, before any
+    wrapping: `explained` is the chart's message (what was raised, where, and the fix), `where` the traceback."""
+
+    def __init__(self, stage: Stage, error: BaseException, explained: str, where: str):
+        super().__init__(stage, error)
+        self.explained, self.where = explained, where
+
+
+# Packages whose code is never a case's own, though a case may name their functions (reference=torch.clone).
+_FOREIGN_PACKAGES = frozenset({"torch", "triton", "hypothesis", "builtins"})
+_TRITON_DIR = os.path.dirname(os.path.abspath(triton.__file__)) + os.sep
+_TRITON_JIT_FILE = os.path.join(_TRITON_DIR, "runtime", "jit.py")
+_INSPECT_FILE = os.path.abspath(inspect.__file__)
+
+
+def _foreign(module: str) -> bool:
+    top = module.partition(".")[0]
+    if top == "harness":  # the built-in cases install inside the package, as harness.cases
+        return not (module == "harness.cases" or module.startswith("harness.cases."))
+    return top in _FOREIGN_PACKAGES or top in sys.stdlib_module_names
+
+
+def _python_function(owner: Any) -> Any:
+    """The Python function behind a launcher, a reference or a kernel (seen through @triton.jit, autotune and
+    heuristics, whose `.fn` each wraps the next), or None for a builtin or an operator object."""
+    inner = owner
+    while inner is not None and not inspect.isfunction(inner) and hasattr(inner, "fn"):
+        inner = inner.fn
+    return inspect.unwrap(inner) if inspect.isfunction(inner) else None
+
+
+def _normalized(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+_case_files: dict[str, frozenset[str]] = {}
+
+
+def case_files(case: Case) -> frozenset[str]:
+    """The files of the case's own code: its module's, and those of its launcher, backward, reference and kernels
+    (never torch's, triton's, hypothesis', the harness's or the standard library's, whichever of their functions
+    the case names). Computed once a process."""
+    if case.name in _case_files:
+        return _case_files[case.name]
+    owners: list[Any] = [case.launch, case.reference, *case.kernels]
+    if case.backward is not None:
+        owners += [case.backward.launch, *case.backward.kernels]
+    modules = {case.module} if case.module and not case.module.endswith(".py") else set()
+    files = {_normalized(os.path.abspath(case.module))} if case.module.endswith(".py") else set()
+    for owner in owners:
+        function = _python_function(owner)
+        module = getattr(function if function is not None else owner, "__module__", None) or ""
+        if not module or _foreign(module):
+            continue
+        modules.add(module)
+        if function is not None and not function.__code__.co_filename.startswith("<"):
+            files.add(_normalized(function.__code__.co_filename))
+    for module in modules:
+        path = getattr(sys.modules.get(module), "__file__", None)
+        if path and not _foreign(module):
+            files.add(_normalized(path))
+    _case_files[case.name] = frozenset(files)
+    return _case_files[case.name]
+
+
+def _runs_a_kernel(frame: Any) -> bool:
+    """Whether the frame runs a @triton.jit function's body: Triton's interpreter runs kernels as Python, in their
+    own files, and what a kernel's body raises there is the interpreter's finding (a compile error on a GPU)."""
+    return isinstance(frame.f_globals.get(frame.f_code.co_name), KernelInterface)
+
+
+def _instruction(tb: TracebackType) -> str:
+    """The bytecode instruction a traceback entry stopped at (RAISE_VARARGS, CALL, LOAD_ATTR, ...)."""
+    name = ""
+    for instruction in dis.get_instructions(tb.tb_frame.f_code):
+        if instruction.offset > tb.tb_lasti:
+            break
+        name = instruction.opname
+    return name
+
+
+def _binding_arguments(filename: str) -> bool:
+    """Frames that bind a Triton launch's arguments to the kernel's parameters: Triton's runtime (jit.py, the
+    interpreter), inspect (the interpreter's getcallargs) and the binder Triton generates on a GPU (<string>)."""
+    return filename.startswith("<") or os.path.abspath(filename).startswith(_TRITON_DIR) or os.path.abspath(filename) == _INSPECT_FILE
+
+
+@dataclasses.dataclass(frozen=True)
+class CaseRaiser:
+    """Where in the case's own code an exception was raised. `launch`: a Triton kernel launched there was given
+    arguments that do not match its parameters (the TypeError rose from Triton's binding of them)."""
+
+    filename: str
+    lineno: int
+    function: str
+    source: str
+    launch: bool
+
+
+def raised_by_case_code(error: BaseException, files: frozenset[str]) -> CaseRaiser | None:
+    """Where the case's own code (`files`, case_files) raised `error`, or None where something else did.
+
+    The case's: an exception its own frame raised, by a raise or an assert, or by Python running its line (a name,
+    an attribute, a key it lacks); and a TypeError from binding a Triton kernel's arguments to its parameters at a
+    launch the case's code made (an argument missing, one too many), with only Triton's runtime, inspect and
+    Triton's generated binder below the launch. Not the case's: what comes out of a call into compiled code
+    (torch's operators: out of memory, a shape torch refuses, a device's error), a RuntimeError from torch's
+    operators on tensors (`x + y`), and anything a kernel's body raises under the interpreter."""
+    entries: list[TracebackType] = []
+    tb = error.__traceback__
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    mine = [i for i, tb in enumerate(entries)
+            if _normalized(tb.tb_frame.f_code.co_filename) in files and not _runs_a_kernel(tb.tb_frame)]
+    if not mine:
+        return None
+    last = entries[mine[-1]]
+    below = entries[mine[-1] + 1:]
+    code = last.tb_frame.f_code
+
+    def raiser(launch: bool) -> CaseRaiser:
+        source = _without_comment(linecache.getline(code.co_filename, last.tb_lineno))
+        return CaseRaiser(code.co_filename, last.tb_lineno, code.co_name, source, launch)
+
+    if not below:
+        instruction = _instruction(last)
+        if instruction == "RAISE_VARARGS":
+            return raiser(launch=False)
+        calling = instruction.startswith("CALL") or instruction == "PRECALL"
+        return None if calling or isinstance(error, RuntimeError) else raiser(launch=False)
+    # The launch itself (`kernel[grid](...)`, `kernel.run(...)`, whatever wraps the kernel) enters Triton's jit.py; a
+    # case's function that Triton calls back (an autotuner's do_bench running a config) is not where the launch was written.
+    launched = os.path.abspath(below[0].tb_frame.f_code.co_filename) == _TRITON_JIT_FILE
+    if (isinstance(error, TypeError) and "argument" in str(error) and launched
+            and all(_binding_arguments(tb.tb_frame.f_code.co_filename) for tb in below)):
+        return raiser(launch=True)
+    return None
+
+
+def _without_comment(line: str) -> str:
+    """A line of source without its comment (a comment may explain the very mistake the message names)."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[:token.start[1]].strip()
+    except (tokenize.TokenError, SyntaxError):  # a line inside a longer statement: shown as it is
+        pass
+    return line.strip()
+
+
+def _shown(path: str) -> str:
+    """A path as the chart shows it: relative to the folder the run started in, where it lies inside it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith(os.pardir) else relative
+
+
+def extern_calls(case: Case) -> list[tuple[str, Callable[..., Any]]]:
+    """(who calls it, function) for each device-library function (triton.language.extra: libdevice and the like) the
+    case's kernels call, or the @triton.jit functions they call: read off their bytecode, where each name they load
+    from their module (`libdevice.j0`, `tl.extra.libdevice.j0`) is looked up as they would look it up."""
+    found: dict[tuple[str, str], tuple[str, Callable[..., Any]]] = {}
+    seen: set[Any] = set()
+
+    def is_extern(value: Any) -> bool:
+        return inspect.isfunction(value) and (value.__module__ or "").startswith("triton.language.extra.")
+
+    def visit(kernel: Any, path: tuple[str, ...]) -> None:
+        function = _python_function(kernel)
+        if function is None or function in seen:
+            return
+        seen.add(function)
+        path = (*path, function.__name__)
+        caller = f"{path[0]} calls" + (f" through {', '.join(path[1:])}" if len(path) > 1 else "")
+        codes = [function.__code__]
+        for code in codes:  # the body and the functions defined in it
+            codes += [c for c in code.co_consts if inspect.iscode(c)]
+            instructions = list(dis.get_instructions(code))
+            for i, load in enumerate(instructions):
+                if load.opname != "LOAD_GLOBAL":
+                    continue
+                value = function.__globals__.get(load.argval)
+                for attribute in instructions[i + 1:]:
+                    if value is None or is_extern(value) or isinstance(value, KernelInterface):
+                        break
+                    if attribute.opname not in ("LOAD_ATTR", "LOAD_METHOD"):
+                        break
+                    value = getattr(value, attribute.argval, None)
+                if is_extern(value):
+                    found.setdefault((value.__module__, value.__name__), (caller, value))
+                elif isinstance(value, KernelInterface):
+                    visit(value, path)
+
+    for kernel in (*case.kernels, *(case.backward.kernels if case.backward is not None else ())):
+        visit(kernel, ())
+    return list(found.values())
+
+
 def _type_name(error: BaseException) -> str:
     """The error kind a results file records: a builtin by its name, the harness's own by `harness.<Class>`
     whichever module defines it (so moving a module changes no recorded data), any other by its module path."""
@@ -118,6 +333,8 @@ def _record(result: CellResult, exc: BaseException) -> None:
         result.outcome, result.fault = Outcome.ERROR, "case" if isinstance(exc, CaseCodeError) else "harness"
     result.stage = exc.stage
     result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
+    if isinstance(exc, LauncherRaised):  # what it raised, where in the case's code, and the fix; then the traceback
+        result.message, result.detail = exc.explained, detail(Exception(f"{exc.explained}\n\n{exc.where}"))
 
 
 def examples(case: Case, row: Row, checked_batch_max: int = FULL_BATCH) -> st.SearchStrategy[Example]:
@@ -151,6 +368,21 @@ def traces_once(row: Row) -> bool:
 
 def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Raised:
+    """What a plain eager call of a case's launcher raised in the case's own code, kept without its traceback
+    (whose frames would hold the call's tensors): LauncherRaised's parts."""
+
+    error: BaseException
+    explained: str
+    where: str
+
+
+# One plain eager call of each launcher a runner process tests, by (case, the callable's column, dtype, device):
+# what it raised in the case's own code, or None where it ran or raised something the cells must measure.
+_plain_eager: dict[tuple[str, str, str, str], _Raised | None] = {}
 
 
 class Execution:
@@ -221,13 +453,34 @@ class Execution:
                 result.dtypes_skipped[dtype_name(d)] = f"this run's profile checks {per_cell} dtype(s) a cell"
             testable = testable[:per_cell]
         needs_cuda = self.cell.row.spec.needs_cuda
-        reason = (self.cell.row.spec.applies(case, self.cell.wrapping) or (case.requires(self.run_device) if case.requires else None)
+        reason = (self._ships_no_op() or self.cell.row.spec.applies(case, self.cell.wrapping)
+                  or (case.requires(self.run_device) if case.requires else None)
                   or (f"{needs_cuda}; this run's device is {self.device}" if needs_cuda and not self.device.startswith("cuda") else None)
-                  or self._interpreter_cannot_compile() or self._cannot_autotune_here() or self._left_to_other_profiles())
+                  or self._interpreter_cannot_compile() or self._cannot_autotune_here() or self._interpreter_lacks_extern()
+                  or self._left_to_other_profiles() or self._kernel_not_editable())
         if not testable:
             reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
         self.case = dataclasses.replace(case, dtypes=testable)
         return reason
+
+    def _ships_no_op(self) -> str | None:
+        if self.cell.wrapping is Wrapping.SHIPPED and self.case.shipped is None:
+            return "the case names no shipped op (Case.shipped): its library's own op has no column"
+        return None
+
+    def _kernel_not_editable(self) -> str | None:
+        """The warm-cache row's question needs every case kernel edited in its source: where one cannot be (no
+        source file, a body on its def's line), the row cannot ask it of this case, which is neither the style's
+        finding nor the environment's."""
+        if self.cell.row.spec.kind is not Kind.WARM_CACHE:
+            return None
+        try:
+            warm_cache.edit_request(self.case, self.cell.wrapping.value)
+        except warm_cache.KernelNotEditable as exc:
+            return f"not tested here: the row edits each kernel's source, and {exc}"
+        except warm_cache.EditNotLoaded:
+            return None  # the harness's own failure: the cell records it as such
+        return None
 
     def _left_to_other_profiles(self) -> str | None:
         profile = self.settings.profile
@@ -248,6 +501,22 @@ class Execution:
         if failure is None:
             return None
         return f"not tested here: Triton's autotuner cannot run on this device (probed once a run with a trivial autotuned add: {failure})"
+
+    def _interpreter_lacks_extern(self) -> str | None:
+        """Why Triton's interpreter cannot run this case's kernels, or None: under the interpreter, a kernel (or a
+        @triton.jit function it calls) that calls a device-library function (libdevice) the interpreter cannot run,
+        which a trivial kernel calling the same function shows (probed once a run). A limit of the machine, not a
+        finding: on a GPU the compiler supplies the function and the cell runs. The control runs no kernel, so it
+        still runs. A kernel that names the function only in a branch it never takes is left out here too."""
+        if self.cell.wrapping is Wrapping.CONTROL or os.environ.get("TRITON_INTERPRET") != "1":
+            return None
+        for caller, function in extern_calls(self.case):
+            arity = sum(not p.name.startswith("_") for p in inspect.signature(function).parameters.values())
+            failure = probe.interpreted_extern(function.__module__, function.__name__, arity, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+            if failure is not None:
+                return (f"not tested here: Triton's interpreter cannot run {function.__module__}.{function.__name__}, which "
+                        f"{caller} (probed once a run with a trivial kernel calling it: {failure})")
+        return None
 
     def _interpreter_cannot_compile(self) -> str | None:
         """Why this cell would measure Triton's interpreter rather than the kernel, or None. On the CPU
@@ -273,6 +542,11 @@ class Execution:
 
     def _execute(self) -> None:
         os.makedirs(self.settings.workdir, exist_ok=True)
+        try:
+            self._launcher_in_plain_eager()
+        except _DECIDED as exc:
+            _record(self.result, exc)
+            return
         torch._dynamo.reset()
 
         counters.clear()
@@ -300,7 +574,13 @@ class Execution:
         if self.result.outcome is Outcome.PASS:
             self.result.degradations = self._degradations(watch)
         self.result.graph_breaks = sum(counters["graph_break"].values())
-        self.result.kernel_in_graph = self.observer.verdict(OP_NAMESPACE)
+        self.result.kernel_in_graph = self.observer.verdict(self._operator_namespace())
+
+    def _operator_namespace(self) -> str:
+        """Where the cell's opaque operator lives: the harness's namespace, or the shipped operator's own."""
+        if self.cell.wrapping is Wrapping.SHIPPED and self.case.shipped_kind is ShippedKind.OPERATOR:
+            return wrappings.shipped_qualname(self.case).partition("::")[0]
+        return OP_NAMESPACE
 
     def _degradations(self, watch: degradation.Watch) -> list[str]:
         """What the passing cell lost silently. Where mutation analysis ran on a case kernel, one eager launch
@@ -314,6 +594,72 @@ class Execution:
         if not self.device.startswith("cuda"):
             watch.cudagraph_skip_count = 0  # without CUDA there are no CUDA graphs to lose (max-autotune asks for them)
         return watch.degradations()
+
+    def _launcher_in_plain_eager(self) -> None:
+        """Raise the case's error where its launcher raises in the case's own code when called in plain eager.
+
+        Before a style cell runs its row, the launcher (the shipped op, in its column) is called once, plain, on the
+        example input of each dtype the cell checks, on the run's device: once a runner process per case, callable
+        and dtype. What it raises in the case's own code (raised_by_case_code) every style meets on every row; it is
+        the case's error, with its place and the fix, in each of them, not a failure of the styles. Whatever else
+        the call raises (torch, a Triton compile error, an interpreter limit) is left for the cell to measure as it
+        would without the call, except a device fault: the context it poisons would fail the cell's next step, in
+        the wrong place, so it is the cell's failure at run. It runs before the cell resets Dynamo and the
+        autotuners, so it leaves nothing the cell measures. The control runs no launcher."""
+        if self.cell.wrapping is Wrapping.CONTROL:
+            return
+        called = self.cell.wrapping if self.cell.wrapping is Wrapping.SHIPPED else Wrapping.RAW
+        for dtype in self.case.dtypes:
+            key = (self.case.name, called.value, dtype_name(dtype), self.run_device)
+            if key not in _plain_eager:
+                _plain_eager[key] = self._call_in_plain_eager(called, dtype)
+            raised = _plain_eager[key]
+            if raised is not None:
+                raise LauncherRaised(Stage.RUN, raised.error, raised.explained, raised.where)
+
+    def _call_in_plain_eager(self, called: Wrapping, dtype: torch.dtype) -> _Raised | None:
+        example = Example(dtype, self.case.example_shape, seed=0)
+        with self.case_code(Stage.SETUP):
+            inputs = self.case.inputs(example, self.run_device)
+        try:
+            call = wrappings.build(self.case, called)
+        except Exception:  # noqa: BLE001 - the cell's wrap stage meets it again, and says why
+            return None
+        self.announce(Stage.RUN)  # a launcher that crashes or hangs does so running
+        start = time.perf_counter()
+        try:
+            call(*inputs)
+        except Exception as exc:
+            fault = _pending_device_fault()
+            if fault is not None:
+                raise _failure(Stage.RUN, fault) from exc
+            return self._raised_by_the_case(exc, called, example)
+        finally:
+            self.spent(Stage.RUN.value, time.perf_counter() - start)
+        fault = _pending_device_fault()
+        if fault is not None:
+            raise _failure(Stage.RUN, fault) from fault
+        return None
+
+    def _raised_by_the_case(self, error: BaseException, called: Wrapping, example: Example) -> _Raised | None:
+        """The case's error, where the case's own code raised `error`, or None."""
+        try:
+            raiser = raised_by_case_code(error, case_files(self.case))
+        except Exception:  # noqa: BLE001 - a traceback the harness cannot read blames no one: the cell measures
+            return None
+        if raiser is None:
+            return None
+        what = "the shipped op" if called is Wrapping.SHIPPED else "the launcher"
+        place = f"{_shown(raiser.filename)}:{raiser.lineno}, in {raiser.function}"
+        if raiser.launch:
+            where, fix = f"launching a Triton kernel at {place}: {raiser.source[:200]}", "fix the launch: pass the kernel each of its parameters"
+        else:
+            where, fix = f"raised at {place}", f"fix {what}"
+        explained = (f"{what} raises in plain eager, before any wrapping ({example}): {type(error).__name__}: {first_line(error)} "
+                     f"({where}): {fix}")
+        frames = "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-12))
+        error.__traceback__ = error.__context__ = error.__cause__ = None  # kept for the process: let go of the call's frames
+        return _Raised(error, explained, frames)
 
     def replay(self, artifact: Callable[..., Any], dtype: torch.dtype) -> None:
         """CUDA graph replays: new values written into the same input buffers, the result checked each time."""

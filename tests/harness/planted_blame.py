@@ -1,0 +1,94 @@
+"""Cases planted to check where blame lands: a mistake in a case's launcher is the case's error, a limit of Triton's
+interpreter is "not tested here", and an error torch raises is still the cell's to measure.
+
+Not part of the default chart: the matrix loads them only when named with `--cases`.
+"""
+
+import torch
+import triton
+import triton.language as tl
+from triton.language.extra import libdevice
+
+from harness import Case, inputs
+
+from .planted import copy_kernel
+
+
+@triton.jit
+def _tanh_of(x):
+    return libdevice.tanh(x)  # a device-library function: Triton's interpreter has none of them
+
+
+@triton.jit
+def tanh_kernel(in_ptr, out_ptr, n_elements, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, _tanh_of(tl.load(in_ptr + offsets, mask=mask)), mask=mask)
+
+
+def _copy(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    n = x.numel()
+    k.copy_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
+    return out
+
+
+def _copy_without_n_elements(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    k.copy_kernel[(triton.cdiv(x.numel(), 64),)](x, out, BLOCK=64)  # the kernel's n_elements is missing
+    return out
+
+
+def _require_multiple_of_64(x: torch.Tensor) -> None:
+    if x.numel() % 64:
+        raise ValueError(f"planted: {x.numel()} elements, not a multiple of 64")
+
+
+def _copy_checking_size(k, x: torch.Tensor) -> torch.Tensor:
+    _require_multiple_of_64(x)  # refuses example_shape (40,): every call raises
+    return _copy(k, x)
+
+
+def _copy_through_a_misspelt_name(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    k.copy_kernal[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)  # no kernel of that name
+    return out
+
+
+def _copy_times_a_longer_vector(k, x: torch.Tensor) -> torch.Tensor:
+    # torch refuses the product (n and n + 1 elements) for every n: torch's error, though the case's code made the
+    # call, is the cell's to measure
+    return _copy(k, x) @ torch.ones(x.shape[0] + 1, dtype=x.dtype, device=x.device)
+
+
+def _tanh(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    n = x.numel()
+    k.tanh_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
+    return out
+
+
+def _planted(name, kernel, launch, **overrides):
+    fields = dict(
+        name=name,
+        kernels=(kernel,),
+        launch=launch,
+        reference=lambda x: x.clone(),
+        make_inputs=inputs.randn(1),
+        shapes=inputs.shapes(300),
+        example_shape=(40,),
+        dtypes=(torch.float32,),
+        tags=frozenset({"planted"}),
+    )
+    fields.update(overrides)
+    return Case(**fields)
+
+
+CASES = [
+    _planted("blame_ok", copy_kernel, _copy),
+    _planted("blame_missing_argument", copy_kernel, _copy_without_n_elements),
+    _planted("blame_launcher_raises", copy_kernel, _copy_checking_size),
+    _planted("blame_misspelt_kernel", copy_kernel, _copy_through_a_misspelt_name),
+    _planted("blame_torch_refuses", copy_kernel, _copy_times_a_longer_vector),
+    _planted("blame_libdevice", tanh_kernel, _tanh, reference=torch.tanh),
+]

@@ -1,0 +1,168 @@
+"""Blame lands where it belongs: a mistake in a case's launcher is the case's error, named with its place and fix, and
+fails the run while every other case still runs; a limit of Triton's interpreter is "not tested here" with its
+reason; an error torch raises is still measured by the cell. Planted cases: tests/harness/planted_blame.py."""
+
+import dataclasses
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+import torch
+
+from harness.model.cell import Cell
+from harness.model.columns import Wrapping
+from harness.model.judging import outcome_label
+from harness.model.outcome import Outcome, Stage
+from harness.model.rows import Row
+from harness.model.settings import DEFAULT_PROFILE, PROFILES, Settings
+from harness.runner import Runner, runner_env
+from tests.harness import planted_blame
+
+PLANTED_BLAME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted_blame.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STYLES = ("raw", "raw_autograd", "triton_op", "custom_op")
+ROWS = ("eager", "compile_fullgraph")  # a compiled row, which Dynamo traces (the launch is not traced on the interpreter)
+EXAMPLE = "float32 shape=(40,) seed=0"
+
+
+@pytest.fixture(scope="module")
+def blame_runner():
+    workdir = tempfile.mkdtemp(prefix="tcm-test-")
+    with Runner([PLANTED_BLAME], workdir, env=runner_env(workdir)) as runner:
+        yield runner
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def run_cell(blame_runner):
+    def run(case, wrapping="raw", row="eager", timeout=120.0):
+        profile = dataclasses.replace(PROFILES[DEFAULT_PROFILE], name="tests", max_examples=10)
+        return blame_runner.run(Cell(case, Wrapping(wrapping), Row(row)), Settings(profile=profile, workdir=blame_runner.workdir), timeout)
+
+    return run
+
+
+def line_of(function, text):
+    """The line of `function`'s source (in its file) that holds `text`."""
+    lines, first = inspect.getsourcelines(function)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_a_kernel_launched_with_an_argument_missing_is_the_case_s_error_in_every_style_and_row_and_its_control_passes(run_cell):
+    launch = line_of(planted_blame._copy_without_n_elements, "k.copy_kernel[")
+    for style in STYLES:
+        for row in ROWS:
+            result = run_cell("blame_missing_argument", wrapping=style, row=row)
+            where = (style, row, result.message)
+            assert (result.outcome, result.stage, result.fault, result.error_type) == (Outcome.ERROR, Stage.RUN, "case", "TypeError"), where
+            assert result.message.startswith(f"the launcher raises in plain eager, before any wrapping ({EXAMPLE}): TypeError: "), where
+            assert "n_elements" in result.message, where  # what the kernel missed, in Triton's words
+            assert result.message.endswith(f"planted_blame.py:{launch}, in _copy_without_n_elements: k.copy_kernel[(triton.cdiv(x.numel(), "
+                                           "64),)](x, out, BLOCK=64)): fix the launch: pass the kernel each of its parameters"), where
+            assert "_copy_without_n_elements" in result.detail and "Traceback" in result.detail, where
+            assert outcome_label(result) == "case error @run"
+    for row in ROWS:
+        control = run_cell("blame_missing_argument", wrapping="control", row=row)
+        assert control.outcome is Outcome.PASS, (row, control.message)
+
+
+def test_a_launcher_that_raises_in_its_own_code_is_the_case_s_error_named_where_it_raised(run_cell):
+    raised = line_of(planted_blame._require_multiple_of_64, "raise ValueError")
+    for style, row in (("raw", "eager"), ("triton_op", "compile_fullgraph")):
+        result = run_cell("blame_launcher_raises", wrapping=style, row=row)
+        assert (result.outcome, result.stage, result.fault, result.error_type) == (Outcome.ERROR, Stage.RUN, "case", "ValueError")
+        assert result.message.startswith(f"the launcher raises in plain eager, before any wrapping ({EXAMPLE}): "
+                                          "ValueError: planted: 40 elements, not a multiple of 64 (raised at "), result.message
+        assert result.message.endswith(f"planted_blame.py:{raised}, in _require_multiple_of_64): fix the launcher"), result.message
+    assert run_cell("blame_launcher_raises", wrapping="control").outcome is Outcome.PASS
+    # Python raising as it runs the launcher's own line (a kernel name that `k` lacks) is the case's error too
+    misspelt = line_of(planted_blame._copy_through_a_misspelt_name, "k.copy_kernal[")
+    result = run_cell("blame_misspelt_kernel", wrapping="triton_op", row="compile_fullgraph")
+    assert (result.outcome, result.stage, result.fault, result.error_type) == (Outcome.ERROR, Stage.RUN, "case", "AttributeError")
+    assert result.message.startswith(f"the launcher raises in plain eager, before any wrapping ({EXAMPLE}): AttributeError: "), result.message
+    assert "'copy_kernal'" in result.message, result.message
+    assert result.message.endswith(f"planted_blame.py:{misspelt}, in _copy_through_a_misspelt_name): fix the launcher"), result.message
+
+
+def test_an_error_torch_raises_in_the_launcher_is_measured_by_the_cell_not_blamed_on_the_case(run_cell):
+    # Out of memory, a device fault, a shape torch refuses: raised by torch, not by the case's own Python.
+    result = run_cell("blame_torch_refuses")
+    assert (result.outcome, result.stage, result.fault) == (Outcome.FAIL, Stage.RUN, None), result.message
+    assert result.error_type == "RuntimeError" and "inconsistent tensor size" in result.message, result.message
+
+
+def test_a_healthy_case_beside_them_passes_every_style(run_cell):
+    for style in (*STYLES, "control"):
+        result = run_cell("blame_ok", wrapping=style)
+        assert result.outcome is Outcome.PASS, (style, result.message)
+
+
+def test_a_kernel_calling_a_libdevice_function_the_interpreter_lacks_is_not_tested_here_and_its_control_runs(run_cell):
+    # Triton's interpreter has no device library: a limit of the machine, said as such, never a failure counted
+    # against a style. On a GPU the compiler supplies the function and the cell runs.
+    for style in STYLES:
+        result = run_cell("blame_libdevice", wrapping=style)
+        if torch.cuda.is_available():
+            assert result.outcome is Outcome.PASS, (style, result.message)
+            continue
+        assert result.outcome is Outcome.SKIPPED, (style, result.outcome, result.message)
+        assert result.message.startswith("not tested here: Triton's interpreter cannot run triton.language.extra.libdevice.tanh, which "
+                                          "tanh_kernel calls through _tanh_of (probed once a run with a trivial kernel calling it: "), result.message
+    assert run_cell("blame_libdevice", wrapping="control").outcome is Outcome.PASS
+
+
+def test_a_case_whose_launcher_raises_fails_the_run_and_every_other_case_still_runs(tmp_path):
+    cells = ["blame_missing_argument-raw-eager", "blame_missing_argument-control-eager", "blame_ok-raw-eager", "blame_ok-triton_op-eager"]
+    reports = tmp_path / "reports"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "-n", "0", "-p", "no:cacheprovider", f"--cases={PLANTED_BLAME}",
+         f"--report-dir={reports}", "--matrix-profile=quick", "-k", " or ".join(f"test_cell[{c}]" for c in cells)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert ("blame_missing_argument-raw-eager: the case's own code raised at run: TypeError: the launcher raises in plain eager, "
+            "before any wrapping") in proc.stdout, proc.stdout[-3000:]
+    recorded = {c["cell"]: c for c in json.loads((reports / "results.json").read_text())["cells"]}
+    assert sorted(recorded) == sorted(cells)  # every cell ran, the broken case's too
+    broken = recorded["blame_missing_argument-raw-eager"]
+    assert (broken["outcome"], broken["stage"], broken["fault"]) == ("error", "run", "case")
+    for cell in ("blame_missing_argument-control-eager", "blame_ok-raw-eager", "blame_ok-triton_op-eager"):
+        assert recorded[cell]["outcome"] == "pass", (cell, recorded[cell]["message"])
+
+
+def _caught(function, *args):
+    try:
+        function(*args)
+    except Exception as exc:  # noqa: BLE001 - the exception is what the test reads
+        return exc
+    raise AssertionError(f"{function.__name__} raised nothing")
+
+
+def test_the_case_s_own_raise_or_line_is_its_error_and_what_torch_raises_inside_it_is_not():
+    from harness.execution.execute import raised_by_case_code
+
+    def refuse_the_size(x):
+        raise ValueError("refused")
+
+    def read_a_missing_meta_key(meta):
+        return meta["BLOCK_SIZE"]  # a grid lambda's typo: Python raises running the case's line
+
+    def view_with_a_wrong_shape(x):
+        return x.view(7)  # torch's error, from a call into torch
+
+    def add_a_longer_tensor(x):
+        return x + torch.ones(x.numel() + 1)  # torch's error, from its operator
+
+    here = frozenset({os.path.normcase(os.path.realpath(__file__))})
+    refused = raised_by_case_code(_caught(refuse_the_size, torch.ones(3)), here)
+    assert (refused.function, refused.launch) == ("refuse_the_size", False)
+    assert refused.lineno == line_of(refuse_the_size, "raise ValueError")
+    assert raised_by_case_code(_caught(read_a_missing_meta_key, {"BLOCK": 64}), here).function == "read_a_missing_meta_key"
+    assert raised_by_case_code(_caught(view_with_a_wrong_shape, torch.ones(3)), here) is None
+    assert raised_by_case_code(_caught(add_a_longer_tensor, torch.ones(3)), here) is None
+    assert raised_by_case_code(_caught(refuse_the_size, torch.ones(3)), frozenset()) is None  # not the case's file: not its error
