@@ -3,7 +3,7 @@ kernel as it is now or as it was?
 
 The cell's own process compiles the style first (with Inductor's and AOTAutograd's on-disk caches, as a user's
 process does). Then every case kernel's source is edited (same name; one statement, `_tcm_edit_<kernel> = 2`,
-put in front of its body's first statement on the same line, so no other line moves) and a new Python process
+put in front of its body's first simple statement on the same line, so no other line moves) and a new Python process
 loads the edited source under the original file name and module, builds the same style, compiles it with the
 same cache directories and runs it. Inductor puts a user kernel's source into the code it generates, and hands
 every module it generates or loads from its cache to `GraphLowering.save_output_code`: a kernel whose compiled
@@ -130,6 +130,23 @@ def _loaded_from(module_name: str, path: str, kernel: str) -> None:
                                 "define the kernel in a module imported by its name")
 
 
+_COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef,
+             ast.ClassDef, ast.Match)
+
+
+def _editable_statement(body: list[ast.stmt], lines: list[str], def_line: int) -> ast.stmt | None:
+    """The statement the edit goes in front of: the body's first simple statement that begins its line, at the top
+    of the body if there is one, else nested (a body that opens with `if tl.constexpr(...):`). A compound statement
+    cannot follow `x = 2;` on its line; a statement anywhere in the body puts the edit in the kernel's source."""
+    nested = [n for top in body for n in ast.walk(top) if isinstance(n, ast.stmt) and n is not top]
+    for statement in [*body, *sorted(nested, key=lambda n: (n.lineno, n.col_offset))]:
+        if isinstance(statement, _COMPOUND) or statement.lineno == def_line:
+            continue
+        if not lines[statement.lineno - 1][:statement.col_offset].strip():
+            return statement
+    return None
+
+
 def edited_sources(kernels: tuple[Any, ...], case_file: str | None = None) -> dict[str, dict[str, Any]]:
     """{file: {"module": name, "text": edited source, "kernels": [[name, first line], ...], "whole_file": bool}},
     each kernel's body edited in its own file. `whole_file` is the case's own file (`case_file`), which the new
@@ -169,12 +186,12 @@ def edited_sources(kernels: tuple[Any, ...], case_file: str | None = None) -> di
                                             "it at the module's top level to test this row")
             body = node.body[1:] if (isinstance(node.body[0], ast.Expr) and isinstance(getattr(node.body[0], "value", None), ast.Constant)
                                      and isinstance(node.body[0].value.value, str) and len(node.body) > 1) else node.body
-            statement = body[0]
-            line = lines[statement.lineno - 1]
-            if statement.lineno == node.lineno or line[:statement.col_offset].strip():
-                raise KernelNotEditable(f"kernel {name} ({path}, line {statement.lineno}): its body's first statement does not begin "
-                                        "a line of its own, and the row puts a statement in front of it without moving any line; "
+            statement = _editable_statement(body, lines, node.lineno)
+            if statement is None:
+                raise KernelNotEditable(f"kernel {name} ({path}, line {node.lineno}): no simple statement of its body begins "
+                                        "a line of its own, and the row puts a statement in front of one without moving any line; "
                                         "put the body on lines of its own to test this row")
+            line = lines[statement.lineno - 1]
             lines[statement.lineno - 1] = f"{line[:statement.col_offset]}{marker(name)} = 2; {line[statement.col_offset:]}"
             edited.append([name, _def_line(node)])
         out[path] = {"module": entry["module"], "text": "".join(lines), "kernels": edited, "whole_file": whole_file}
