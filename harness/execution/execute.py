@@ -44,7 +44,7 @@ from harness.execution import wrapping as wrappings
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
 from harness.model.cell import Cell
-from harness.model.columns import OP_NAMESPACE, ShippedKind, Wrapping
+from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, ShippedKind, Wrapping
 from harness.model.errors import HarnessError, Mismatch, first_line
 from harness.model.outcome import CaseCodeError, CellResult, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
 from harness.model.rows import Examples, Kind, Row
@@ -495,12 +495,17 @@ class Execution:
         # An autotuner given its own do_bench times configs without a driver: only the default benchmarker is
         # probed (triton keeps a given one as `_do_bench`; a triton that does not is not second-guessed).
         default_timing = [a for a in self.case.autotuners if hasattr(a, "_do_bench") and a._do_bench is None]
-        if not default_timing or self.cell.wrapping is Wrapping.CONTROL:
+        if not default_timing or self.cell.wrapping is Wrapping.CONTROL or self._runs_reference_only():
             return None
         failure = probe.autotuning(self.run_device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
         if failure is None:
             return None
         return f"not tested here: Triton's autotuner cannot run on this device (probed once a run with a trivial autotuned add: {failure})"
+
+    def _runs_reference_only(self) -> bool:
+        """The CPU fallback of a generated operator style runs the reference registered as its CPU kernel, never the
+        kernel: whatever the machine cannot do with the kernel, that cell still measures the fallback."""
+        return self.cell.row is Row.CPU_FALLBACK and self.cell.wrapping in OPERATOR_STYLES
 
     def _interpreter_lacks_extern(self) -> str | None:
         """Why Triton's interpreter cannot run this case's kernels, or None: under the interpreter, a kernel (or a
@@ -508,7 +513,7 @@ class Execution:
         which a trivial kernel calling the same function shows (probed once a run). A limit of the machine, not a
         finding: on a GPU the compiler supplies the function and the cell runs. The control runs no kernel, so it
         still runs. A kernel that names the function only in a branch it never takes is left out here too."""
-        if self.cell.wrapping is Wrapping.CONTROL or os.environ.get("TRITON_INTERPRET") != "1":
+        if self.cell.wrapping is Wrapping.CONTROL or os.environ.get("TRITON_INTERPRET") != "1" or self._runs_reference_only():
             return None
         for caller, function in extern_calls(self.case):
             arity = sum(not p.name.startswith("_") for p in inspect.signature(function).parameters.values())

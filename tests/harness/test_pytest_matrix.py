@@ -211,7 +211,7 @@ def test_malformed_modules_and_cases_are_reported_and_the_good_cases_still_run(t
     assert outcomes(results)["user_good-raw-eager"]["outcome"] == "pass"
     problems = {(os.path.basename(p["module"]), p["case"]): p["message"] for p in results["problems"]}
     assert problems[("malformed.py", "no_reference")].startswith("no reference: give reference=")
-    assert problems[("malformed.py", "launcher_without_k")].startswith("launcher must take the kernel namespace `k` first")
+    assert problems[("malformed.py", "launcher_without_k")].startswith("the launcher never reads ")
     assert problems[("malformed.py", "unknown_dtype")].startswith("unknown dtype 'float16'")
     assert problems[("malformed.py", "inputs_do_not_match")].startswith("make_inputs gives 2 inputs but the launcher takes 1")
     assert problems[("duplicate.py", "user_good")].startswith("defined twice, in ")
