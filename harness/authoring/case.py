@@ -66,17 +66,23 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def kernel_function(kernel: Any) -> Any:
+    """The Python function under a kernel, seen through @triton.jit, autotune, heuristics and a library's own
+    wrappers, each of which keeps the next as `.fn`; None where no function lies under it."""
+    inner = kernel
+    while inner is not None and not inspect.isfunction(inner) and hasattr(inner, "fn"):
+        inner = inner.fn
+    return inner if inspect.isfunction(inner) else None
+
+
 def kernel_name(kernel: Any) -> str:
     """The Python name of a @triton.jit function, seen through autotune/heuristics wrappers."""
     if not isinstance(kernel, KernelInterface):
         raise TypeError(f"{kernel!r} is not a Triton kernel (@triton.jit, @triton.autotune or @triton.heuristics)")
-    inner = kernel
-    while not inspect.isfunction(inner) and hasattr(inner, "fn"):
-        inner = inner.fn
-    name = getattr(inner, "__name__", None)
-    if not isinstance(name, str):
+    function = kernel_function(kernel)
+    if function is None:
         raise TypeError(f"{kernel!r} is not a Triton kernel")
-    return name
+    return function.__name__
 
 
 def resolved_signature(fn: Callable[..., Any]) -> inspect.Signature:

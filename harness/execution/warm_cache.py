@@ -48,7 +48,7 @@ from torch._dynamo.utils import counters
 from torch._inductor.graph import GraphLowering
 
 from harness.authoring import registry
-from harness.authoring.case import Case, kernel_name
+from harness.authoring.case import Case, kernel_function, kernel_name
 from harness.execution import wrapping as wrappings
 from harness.execution.helper_process import HelperProcess
 from harness.execution.wrapping import run_as_module
@@ -79,10 +79,8 @@ def marker(name: str) -> str:
 
 
 def _function(kernel: Any) -> Any:
-    inner = kernel
-    while not isinstance(inner, types.FunctionType) and hasattr(inner, "fn"):
-        inner = inner.fn
-    if not isinstance(inner, types.FunctionType):
+    inner = kernel_function(kernel)
+    if inner is None:
         raise KernelNotEditable(f"{kernel!r}: no Python function under it (the row follows `.fn` from a kernel object down to "
                                 "the function it edits): list the @triton.jit kernel, or a wrapper that keeps it as `.fn`, "
                                 "in the case's kernels")

@@ -9,9 +9,7 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from harness import Case, inputs
-
-from .planted import copy_kernel
+from .planted import _planted, copy_kernel
 
 
 @triton.jit
@@ -66,22 +64,6 @@ def _tanh(k, x: torch.Tensor) -> torch.Tensor:
     n = x.numel()
     k.tanh_kernel[(triton.cdiv(n, 64),)](x, out, n, BLOCK=64)
     return out
-
-
-def _planted(name, kernel, launch, **overrides):
-    fields = dict(
-        name=name,
-        kernels=(kernel,),
-        launch=launch,
-        reference=lambda x: x.clone(),
-        make_inputs=inputs.randn(1),
-        shapes=inputs.shapes(300),
-        example_shape=(40,),
-        dtypes=(torch.float32,),
-        tags=frozenset({"planted"}),
-    )
-    fields.update(overrides)
-    return Case(**fields)
 
 
 CASES = [

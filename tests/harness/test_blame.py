@@ -144,7 +144,7 @@ def _caught(function, *args):
 
 
 def test_the_case_s_own_raise_or_line_is_its_error_and_what_torch_raises_inside_it_is_not():
-    from harness.execution.execute import raised_by_case_code
+    from harness.execution.blame import raised_by_case_code
 
     def refuse_the_size(x):
         raise ValueError("refused")
