@@ -29,11 +29,11 @@ MEASURED: dict[tuple[str, str], dict[str, float]] = {
         'train_eager': 10.04, 'warm_cache_edit': 15.82,
     },
     ('interpreter', 'quick'): {
-        'aoti_cpp_nonstrict': 0.16, 'aoti_cpp_strict': 2.68, 'aoti_fresh_nonstrict': 1.72, 'aoti_nonstrict': 0.08, 'aoti_strict': 4.53,
-        'compile_cpp_wrapper': 1.86, 'compile_cudagraphs': 0.0, 'compile_default': 0.31, 'compile_dynamic': 0.35, 'compile_fullgraph': 0.32,
-        'compile_max_autotune': 0.67, 'compile_unbacked': 0.5, 'cpu_fallback': 0.04, 'eager': 0.06, 'export_nonstrict': 0.08,
-        'export_strict': 0.17, 'flop_counter': 0.15, 'opcheck': 0.13, 'tensor_subclass': 0.09, 'train_compile_default': 0.71,
-        'train_compile_fullgraph': 1.24, 'train_eager': 0.16, 'warm_cache_edit': 0.0,
+        'aoti_cpp_nonstrict': 0.16, 'aoti_cpp_strict': 1.63, 'aoti_fresh_nonstrict': 1.51, 'aoti_nonstrict': 0.02, 'aoti_strict': 3.48,
+        'compile_cpp_wrapper': 1.72, 'compile_cudagraphs': 0.0, 'compile_default': 0.25, 'compile_dynamic': 0.34, 'compile_fullgraph': 0.25,
+        'compile_max_autotune': 0.16, 'compile_unbacked': 0.44, 'cpu_fallback': 0.03, 'eager': 0.05, 'export_nonstrict': 0.03,
+        'export_strict': 0.1, 'flop_counter': 0.08, 'opcheck': 0.1, 'tensor_subclass': 0.07, 'train_compile_default': 0.54,
+        'train_compile_fullgraph': 1.26, 'train_eager': 0.23, 'warm_cache_edit': 0.0,
     },
     ('interpreter', 'matrix'): {
         'aoti_cpp_nonstrict': 0.3, 'aoti_cpp_strict': 3.28, 'aoti_fresh_nonstrict': 2.94, 'aoti_nonstrict': 3.83, 'aoti_strict': 12.39,
