@@ -1,4 +1,4 @@
-"""An example of bringing your own kernel: `pytest -n auto --cases examples/my_kernels.py`.
+"""An example of bringing your own kernel: `triton-compat-matrix run -n auto --cases examples/my_kernels.py`.
 
 A case module holds one or more `Case`s at module level. Each names its Triton kernels, a launcher that
 calls them, a plain PyTorch reference, how to make inputs and which shapes hypothesis may draw.

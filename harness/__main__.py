@@ -17,7 +17,7 @@ and compares the runs (`--results A.json B.json ...` compares runs already made)
 is the same in every run, 1 when some differ (labelled flaky in the combined report), 2 for bad input.
 
 `python -m harness bench [--out FILE] [--report-dir DIR] [PYTEST ARGS ...]` runs the matrix with
-`pytest -n auto` and prints how fast it ran and what the harness itself cost.
+`pytest --matrix -n auto` and prints how fast it ran and what the harness itself cost.
 
 `python -m harness run [PYTEST ARGS ...]` (installed: `triton-compat-matrix run`) runs the matrix: it is
 `pytest --matrix`, from any folder.

@@ -144,6 +144,13 @@ def cases_of(module: ModuleType, label: str) -> list[Case]:
     return [dataclasses.replace(c, module=label) for c in unique]
 
 
+def builtin(case: Case) -> bool:
+    """Is `case` one of the harness's own? Its `module` is where `load` found it (`cases_of` labels it), and
+    only the BUILTIN package's modules are built-in: a user's case is a file or module of their own, even a
+    copy of a built-in case's file."""
+    return case.module == BUILTIN or case.module.startswith(BUILTIN + ".")
+
+
 def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
     """The well-formed cases of every module `specs` names, and a problem for each one left out."""
     loaded = Loaded(cases={}, problems=[])

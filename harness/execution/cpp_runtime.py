@@ -8,7 +8,9 @@ in Python with `aoti_load_package` but not here: only this runtime tells the tru
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
+import re
 import shutil
 import subprocess
 from typing import Any
@@ -47,14 +49,23 @@ def _key(compiler: str, version: str) -> str:
 
 
 def first_error_line(output: str) -> str:
-    """The compiler's (or CMake's) first error; CMake puts the reason on the line after "CMake Error at ...:"."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    """The build's first error: CMake's first "CMake Error" with its reason (the indented lines after it), else
+    the compiler's first line that says error. CMake's warnings are passed over, though their text may say
+    "error" (torch's CUDA config, without the CUDA toolkit, warns that "the next warning / error will give you
+    more info" before the error that says what failed)."""
+    lines = output.splitlines()
     for n, line in enumerate(lines):
-        if "error" in line.lower():
-            if line.endswith(":") and n + 1 < len(lines):
-                line = f"{line} {lines[n + 1]}"
-            return line[:300]
-    return (lines[-1] if lines else "no output")[:300]
+        if line.startswith("CMake Error"):
+            reason = itertools.takewhile(lambda next_line: next_line.startswith(" ") and next_line.strip(), lines[n + 1:])
+            return " ".join([line.strip(), *(part.strip() for part in reason)])[:300]
+    in_cmake_warning = False
+    for line in lines:
+        # A CMake diagnostic runs from its "CMake Warning ..." line to the first empty line.
+        in_cmake_warning = line.startswith("CMake ") or in_cmake_warning and bool(line.strip())
+        if not in_cmake_warning and re.search(r"\berror\b", line, re.IGNORECASE):
+            return line.strip()[:300]
+    last = [line.strip() for line in lines if line.strip()]
+    return (last[-1] if last else "no output")[:300]
 
 
 def executable(cache_dir: str, run_dir: str) -> str:

@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch._dynamo.utils import counters
 
+from harness.authoring import registry
 from harness.authoring.case import Case, Example, dtype_name
 from harness.environment import probe
 from harness.execution import builders, degradation, perf, subsystems
@@ -274,11 +275,7 @@ class Execution:
         return None
 
     def _left_to_other_profiles(self) -> str | None:
-        profile = self.settings.profile
-        if self.cell.row.value in profile.limited_rows and profile.limited_rows_tag not in self.case.tags:
-            return (f"this run's profile checks this row only on cases tagged {profile.limited_rows_tag!r} (each of its cells "
-                    "builds C++, autotunes or starts a process); the other profiles check every case")
-        return None
+        return self.settings.profile.leaves_out(self.cell.row.value, builtin=registry.builtin(self.case), tags=self.case.tags)
 
     def _cannot_autotune_here(self) -> str | None:
         """Why a case whose kernels autotune cannot be tested on this device (probed once a run), or None. The

@@ -9,6 +9,7 @@ from typing import Any
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import HarnessError, first_line
+from harness.model.jsontext import number, strict
 from harness.model.rows import Row
 
 
@@ -154,7 +155,7 @@ class CellResult:
         head = {"cell": cell.id, "case": cell.case, "wrapping": cell.wrapping.value, "row": cell.row.value}
         data.update(outcome=self.outcome.value, stage=self.stage.value if self.stage else None,
                     timings=asdict(self.timings), memory=asdict(self.memory))
-        return {**head, **data}
+        return strict({**head, **data})  # a non-finite max_error as its name: results files are strict JSON
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CellResult:
@@ -165,6 +166,9 @@ class CellResult:
         data["stage"] = Stage(data["stage"]) if data.get("stage") else None
         data["timings"] = Timings.from_json(data.get("timings", {}))
         data["memory"] = Memory(**(data.get("memory") or {}))
+        data["max_error"] = number(data.get("max_error"))
+        if data.get("perf"):
+            data["perf"] = {key: number(value) for key, value in data["perf"].items()}
         return cls(**data)
 
 

@@ -11,17 +11,20 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.model import jsontext
 from harness.model.cell import Cell
 from harness.model.errors import CellIdError, ResultsError
 from harness.model.fingerprint import Fingerprint, Rerun, ShardsMerged
 from harness.model.outcome import CellResult
 
 SCHEMA = "triton-compat-matrix/results"
-VERSION = 3
+VERSION = 4
 # Version 1 differs in the names of the timings, which load() renames; versions 1 and 2 record the harness's own
 # exceptions by module path (harness.cpp_runtime.RuntimeFailure), which load() reads as the kind version 3
 # records (harness.RuntimeFailure), so a module's move changes no recorded data and old and new runs compare.
-READABLE = (1, 2, 3)
+# Versions 1 to 3 may hold bare NaN and Infinity (Python's json wrote them; other parsers refuse them);
+# version 4 is strict JSON, a non-finite number written as its name ("NaN", "Infinity", harness.model.jsontext).
+READABLE = (1, 2, 3, 4)
 _HARNESS_MODULE_PATH = re.compile(r"^harness\.(?:[a-z_]\w*\.)+([A-Z]\w*)$")
 
 
@@ -58,12 +61,21 @@ class Results:
         return {c.cell: c for c in self.cells}
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str, content: str | bytes) -> None:
-    """Readers see the old file or the new one, never half of one. Text is written as text, bytes as they are."""
+    """Readers see the old file or the new one, never half of one. Text is written as text, bytes as they are.
+    The file gets the mode any file the process creates gets (0644 under the usual umask 022), not
+    mkstemp's 0600: reports are shared CI artifacts, read by other users."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f:
             f.write(content)
         os.replace(tmp, path)
@@ -73,7 +85,7 @@ def write_atomic(path: str, content: str | bytes) -> None:
 
 
 def dumps(results: Results) -> str:
-    return json.dumps(results.to_json(), indent=1, sort_keys=False) + "\n"
+    return jsontext.dumps(results.to_json(), indent=1, sort_keys=False) + "\n"
 
 
 def save(results: Results, path: str) -> None:

@@ -22,8 +22,10 @@ class Profile:
     # failing cell ran about 100 examples and up to two minutes, ending the matrix late; 20 more still find
     # a small failing input.
     shrink_examples: int = 20
-    # Rows this profile checks only on the cases tagged `limited_rows_tag` (a profile for the interpreter on a
-    # small machine: each cell of these rows costs a C++ build, an autotuning or a new Python process).
+    # Rows this profile checks only on the built-in cases tagged `limited_rows_tag` (a profile for the
+    # interpreter on a small machine: each cell of these rows costs a C++ build, an autotuning or a new Python
+    # process). The limit is there for the time of the built-in matrix, whose cases a user did not write; a
+    # user's own cases (--cases) are what their run is for, and get every row.
     limited_rows: tuple[str, ...] = ()
     limited_rows_tag: str | None = None
 
@@ -37,9 +39,17 @@ class Profile:
         size = " small" if self.checked_batch_max < FULL_BATCH else ""
         drawn = "" if self.derandomize else " random (not derandomized)"
         dtypes = "every dtype" if self.dtypes_per_cell is None else f"{self.dtypes_per_cell} dtype{'s' if self.dtypes_per_cell > 1 else ''}"
-        rows = (f"the rows {', '.join(self.limited_rows)} only on cases tagged {self.limited_rows_tag!r}" if self.limited_rows
-                else "every row on every case")
+        rows = (f"the rows {', '.join(self.limited_rows)} only on the built-in cases tagged {self.limited_rows_tag!r} "
+                "(a user's own cases get every row)" if self.limited_rows else "every row on every case")
         return f"{self.max_examples}{size}{drawn} examples a cell, {dtypes}, {rows}"
+
+    def leaves_out(self, row: str, builtin: bool, tags: frozenset[str]) -> str | None:
+        """Why this profile does not check `row` on a case (built-in or not, with these tags), or None: the
+        reason its cells are skipped with, which the run's estimate counts as costing nothing."""
+        if row not in self.limited_rows or not builtin or self.limited_rows_tag in tags:
+            return None
+        return (f"this run's profile checks this row only on the built-in cases tagged {self.limited_rows_tag!r} (each of its "
+                "cells builds C++, autotunes or starts a process; a user's own cases get every row); the other profiles check every case")
 
     def to_json(self) -> dict[str, Any]:
         """As results files record it, beside the hypothesis version: the name under "profile"."""
@@ -53,8 +63,8 @@ PROFILES = {profile.name: profile for profile in (
     # cell, fewer and smaller inputs (the interpreter runs each program in numpy, so a batch of 4096 rows
     # costs seconds), one dtype (an AOTInductor package is built per dtype) and a smaller search for the
     # smallest failure. The rows whose every cell builds C++ (AOTInductor, the C++ wrapper), autotunes
-    # (max-autotune) or starts a process run on the tutorial's cases only: on 2 cores they were two thirds
-    # of the run's time.
+    # (max-autotune) or starts a process run on the built-in tutorial cases only: on 2 cores they were two
+    # thirds of the built-in matrix's time.
     Profile("quick", max_examples=2, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5,
             limited_rows=("aoti_strict", "aoti_nonstrict", "aoti_cpp_strict", "aoti_cpp_nonstrict", "aoti_fresh_nonstrict",
                           "compile_cpp_wrapper", "compile_max_autotune"),

@@ -64,7 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
     if config.getoption("perf") and (config.getoption("numprocesses", None) or config.getoption("dist", "no") != "no"):
-        raise pytest.UsageError("--perf times kernels: run it without -n (pytest --perf), so no other cell shares the GPU")
+        raise pytest.UsageError("--perf times kernels: run it without -n (pytest --matrix --perf), so no other cell shares the GPU")
     _collect_the_matrix(config)
     # Case modules import as test modules do: from the rootdir and the folder the run started in, as
     # `python -m harness cases` imports them from the current folder.
@@ -75,7 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if part is not None:
         config.pluginmanager.register(MatrixShard(config, part), SHARD)
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(MatrixController(config), CONTROLLER)
+        controller = MatrixController(config)
+        config.pluginmanager.register(controller, CONTROLLER)
+        if not config.option.collectonly:  # a run that writes reports holds their folder from its start
+            controller.hold_report_folder()
         if getattr(config.option, "maxschedchunk", False) is None:
             # xdist otherwise deals each worker a run of consecutive cells: with the costliest first, one
             # worker would get seven AOTInductor cells. One at a time keeps the longest-first order.

@@ -4,6 +4,7 @@ how far it got, notices workers that died, and alone writes the reports, once, a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -18,6 +19,7 @@ import pytest
 from harness.environment import machine, vec_isa
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
+from harness.model.errors import ResultsError
 from harness.model.fingerprint import ShardPart
 from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Outcome
@@ -25,11 +27,19 @@ from harness.model.results import Results
 from harness.model.settings import PROFILES
 from harness.plugin import estimate
 from harness.plugin.options import DEFAULT_REPORT_DIR, PARTIAL, case_specs, loaded, profile_name, run_caches, shard_of
+from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
 from harness.plugin.status import result_of
 from harness.reporting import report
 from harness.runner import INDUCTOR_CACHE, runner_threads
 
 PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
+
+
+def _holds_a_complete_run(folder: str) -> bool:
+    try:
+        return results_file.load(os.path.join(folder, "results.json")).complete
+    except ResultsError:  # none, or not one this harness reads: nothing complete to keep
+        return False
 
 
 @contextlib.contextmanager
@@ -61,6 +71,7 @@ class MatrixController:
         self._summary: list[tuple[str, dict[str, bool]]] = []  # said at the end, after pytest's summary
         self._progress_said, self._progress_tenth = time.time(), 0
         self._sigterm: Any = None
+        self._report_lock: ReportFolderLock | None = None  # taken by hold_report_folder, when the run starts
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
             self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
@@ -74,6 +85,8 @@ class MatrixController:
         node.workerinput["tcm_run_caches"] = self.run_caches
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._report_lock is not None:
+            self._report_lock.release()
         if self._sigterm is not None:
             signal.signal(signal.SIGTERM, self._sigterm)
         shutil.rmtree(self.run_caches, ignore_errors=True)
@@ -115,6 +128,34 @@ class MatrixController:
             return os.path.join(DEFAULT_REPORT_DIR, part.name)
         whole = self.collected >= set(matrix_cells(loaded(self.config).cases))
         return DEFAULT_REPORT_DIR if whole else os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
+
+    def _locked_dir(self) -> str:
+        """The folder this run holds from its start, before it knows which cells it collects: --report-dir, its
+        --shard part's folder, else `reports`, which holds `reports/partial`."""
+        chosen = self.config.getoption("report_dir")
+        part = shard_of(self.config)
+        return chosen or (os.path.join(DEFAULT_REPORT_DIR, part.name) if part is not None else DEFAULT_REPORT_DIR)
+
+    def hold_report_folder(self) -> None:
+        """Take the report folder's lock for the whole run; pytest.UsageError, naming the run that holds it, if
+        another run writes there."""
+        self._report_lock = ReportFolderLock(self._locked_dir(), command=" ".join(["pytest", *self.config.invocation_params.args]))
+        try:
+            self._report_lock.acquire()
+        except ReportFolderBusy as exc:
+            self._report_lock = None
+            raise pytest.UsageError(str(exc)) from None
+
+    def _final_report_dir(self, complete: bool) -> str:
+        """Where this run's reports go: `report_dir()`, unless the run stopped before every cell reported. An
+        incomplete run never replaces a complete chart: without --report-dir it writes to reports/partial, as
+        a run of part of the matrix does; with one, to its `partial` folder where the folder holds a complete run."""
+        planned = self.report_dir()
+        if complete:
+            return planned
+        if not self.config.getoption("report_dir"):
+            return os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
+        return os.path.join(planned, PARTIAL) if _holds_a_complete_run(planned) else planned
 
     def _say(self, text: str, **markup: bool) -> None:
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -162,7 +203,7 @@ class MatrixController:
             tenth = 10 * len(self.results) // max(1, len(self.collected))
             if tenth > self._progress_tenth or time.time() - self._progress_said >= PROGRESS_EVERY_S:
                 self._progress_said, self._progress_tenth = time.time(), tenth
-                self._say(estimate.progress(self.results.values(), len(self.collected), time.time() - self.started))
+                self._say(estimate.progress(self.results.values(), self._plan(), time.time() - self.started))
 
     # Before xdist's own sessionfinish, which shuts its workers down (seconds to minutes while they close their
     # runners): every result is in by then, and a time limit that strikes during that shutdown must find the
@@ -186,6 +227,9 @@ class MatrixController:
         problems = loaded(self.config).problems
         if problems and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if not self.results:
+            self._nothing_measured(session, problems)
+            return
         import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
 
         profile = profile_name(self.config)
@@ -213,7 +257,7 @@ class MatrixController:
             problems=[p.to_json() for p in problems],
             interrupted=self._why_stopped(session) if missing else None,
         )
-        report_dir = self.report_dir()
+        report_dir = self._final_report_dir(results.complete)
         written = report.write(results, report_dir)
         baseline_notes = self._baseline(results)
         counts: dict[str, int] = {}
@@ -223,7 +267,10 @@ class MatrixController:
         summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         say = self._summary.append
         say((f"{len(results.cells)} cells ({summary}); wrote {', '.join(written)}", {}))
-        if report_dir != DEFAULT_REPORT_DIR and not self.config.getoption("report_dir"):
+        if report_dir != self.report_dir():
+            say((f"this run stopped before every cell reported, so it wrote to {report_dir}, leaving the complete run's "
+                 f"reports in {self.report_dir()} as they were", {}))
+        elif report_dir != DEFAULT_REPORT_DIR and not self.config.getoption("report_dir"):
             say((f"this run was part of the matrix, so it wrote to {report_dir}, leaving a whole run's reports in "
                  f"{DEFAULT_REPORT_DIR} as they were (--report-dir chooses)", {}))
         if missing:
@@ -233,6 +280,23 @@ class MatrixController:
             say((f"LEFT OUT {problem}", {"red": True}))
         for note in baseline_notes:
             say((note, {}))
+
+    def _nothing_measured(self, session: pytest.Session, problems: list[Any]) -> None:
+        """A run in which no cell reported writes no reports (they would replace a real chart with an empty one)
+        and fails, saying why."""
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        left_out = f"{len(problems)} case modules or cases were left out: see LEFT OUT below"
+        if self.collected:
+            why = self._why_stopped(session) or "no collected cell reported"
+            why = f"the run stopped before any of its {len(self.collected)} cells reported ({why})"
+        elif problems and not loaded(self.config).cases:
+            why = f"every case module or case given was left out ({left_out})"
+        else:
+            why = "no cell was selected (check -k, --lf, --deselect and the cases given)" + (f"; {left_out}" if problems else "")
+        self._summary.append((f"no cell ran, so no reports were written ({self._locked_dir()} is as it was): {why}", {"red": True}))
+        for problem in problems:
+            self._summary.append((f"LEFT OUT {problem}", {"red": True}))
 
     def _why_stopped(self, session: pytest.Session) -> str | None:
         if self.stopped_by:
@@ -258,6 +322,15 @@ class MatrixController:
             flaky = {c.cell: c.flaky for c in old.cells if c.flaky} if old else {}
             for cell in results.cells:
                 cell.flaky = flaky.get(cell.cell)
-            results_file.save(results, path)
-            notes.append(f"accepted this run's outcomes as the baseline {path}")
+            accepted = results
+            if old is not None:
+                # The accept command repeats the run's options, -k and --shard among them: the baseline's cells
+                # this run did not run keep their outcomes, and the cells it ran take this run's.
+                kept = {c.cell: c for c in old.cells}
+                kept.update({c.cell: c for c in results.cells})
+                accepted = dataclasses.replace(results, cells=list(kept.values()), complete=old.complete and results.complete,
+                                               missing=sorted(set(old.missing) - {c.cell.id for c in results.cells}))
+            results_file.save(accepted, path)
+            notes.append(f"accepted this run's outcomes of {len(results.cells)} cells into the baseline {path} "
+                         f"({len(accepted.cells)} cells)")
         return notes

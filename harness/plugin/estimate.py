@@ -1,9 +1,11 @@
 """What a run will do and how long it will take, said at its start; how far it got, said as it goes.
 
 The expectation is the measured mean work of a cell on each row, from committed runs (`MEASURED`, made by
-`row_seconds` from the results files it names), divided among the workers. It is an estimate: other cases,
-machines and versions take other times, and the run's own figures come from `python -m harness bench`.
-This module imports no torch.
+`row_seconds` from the results files it names), divided among the workers, plus what a run spends besides
+its cells' work (`START_S`, `CELL_S`). It is an estimate: other cases, machines and versions take other
+times. As the run goes, the cells done correct it: their measured work against the work the estimate gave
+them scales what it gives the cells left (`remaining_seconds`). The run's own figures come from
+`python -m harness bench`. This module imports no torch.
 """
 
 from __future__ import annotations
@@ -12,50 +14,77 @@ import os
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from harness.authoring import registry
 from harness.model.outcome import CellResult, Outcome
 from harness.model.settings import DEFAULT_PROFILE, PROFILES
 
-# (mode, profile) -> {row: mean seconds of work of a cell that ran}, rounded; `row_seconds` measures them.
-# From reports/gpu/results.json (one H200, 16 workers, the four --shard parts of one commit's run),
-# reports/cpu/results.json (2 cores, the interpreter) and reports/cpu/full-profile-sample/results.json (2 cores,
-# the interpreter, the full profile on 3 cases).
+# (mode, profile) -> {row: mean seconds of work of a cell of that row the profile checks}, rounded;
+# `row_seconds` measures them. From reports/gpu/results.json (one H200, 16 workers, the four --shard parts of
+# one commit's run), reports/cpu/results.json (2 cores, the interpreter) and
+# reports/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 3.31, 'aoti_cpp_strict': 10.73, 'aoti_fresh_nonstrict': 15.76, 'aoti_nonstrict': 2.18,
-        'aoti_strict': 15.69, 'compile_cpp_wrapper': 19.4, 'compile_cudagraphs': 7.22, 'compile_default': 6.7,
-        'compile_dynamic': 7.0, 'compile_fullgraph': 7.23, 'compile_max_autotune': 8.81, 'compile_unbacked': 6.95,
-        'cpu_fallback': 0.22, 'eager': 8.2, 'export_nonstrict': 2.72, 'export_strict': 4.55, 'flop_counter': 23.04,
-        'opcheck': 2.75, 'tensor_subclass': 5.9, 'train_compile_default': 9.32, 'train_compile_fullgraph': 10.03,
-        'train_eager': 10.04, 'warm_cache_edit': 15.82,
+        'aoti_cpp_nonstrict': 3.31, 'aoti_cpp_strict': 10.73, 'aoti_fresh_nonstrict': 15.76, 'aoti_nonstrict': 2.18, 'aoti_strict': 15.69,
+        'compile_cpp_wrapper': 19.4, 'compile_cudagraphs': 7.22, 'compile_default': 6.7, 'compile_dynamic': 7.0,
+        'compile_fullgraph': 7.23, 'compile_max_autotune': 8.81, 'compile_unbacked': 6.95, 'cpu_fallback': 0.22, 'eager': 8.2,
+        'export_nonstrict': 2.72, 'export_strict': 4.55, 'flop_counter': 3.51, 'opcheck': 1.1, 'tensor_subclass': 5.9,
+        'train_compile_default': 8.08, 'train_compile_fullgraph': 8.7, 'train_eager': 8.7, 'warm_cache_edit': 15.82,
     },
     ('interpreter', 'quick'): {
-        'aoti_cpp_nonstrict': 0.16, 'aoti_cpp_strict': 1.63, 'aoti_fresh_nonstrict': 1.51, 'aoti_nonstrict': 0.02, 'aoti_strict': 3.48,
-        'compile_cpp_wrapper': 1.72, 'compile_cudagraphs': 0.0, 'compile_default': 0.25, 'compile_dynamic': 0.34, 'compile_fullgraph': 0.25,
-        'compile_max_autotune': 0.16, 'compile_unbacked': 0.44, 'cpu_fallback': 0.03, 'eager': 0.05, 'export_nonstrict': 0.03,
-        'export_strict': 0.1, 'flop_counter': 0.08, 'opcheck': 0.1, 'tensor_subclass': 0.07, 'train_compile_default': 0.54,
-        'train_compile_fullgraph': 1.26, 'train_eager': 0.23, 'warm_cache_edit': 0.0,
+        'aoti_cpp_nonstrict': 0.12, 'aoti_cpp_strict': 1.19, 'aoti_fresh_nonstrict': 1.11, 'aoti_nonstrict': 0.02, 'aoti_strict': 2.55,
+        'compile_cpp_wrapper': 1.26, 'compile_cudagraphs': 0.0, 'compile_default': 0.12, 'compile_dynamic': 0.23,
+        'compile_fullgraph': 0.19, 'compile_max_autotune': 0.12, 'compile_unbacked': 0.33, 'cpu_fallback': 0.03, 'eager': 0.04,
+        'export_nonstrict': 0.02, 'export_strict': 0.07, 'flop_counter': 0.01, 'opcheck': 0.03, 'tensor_subclass': 0.05,
+        'train_compile_default': 0.37, 'train_compile_fullgraph': 0.86, 'train_eager': 0.16, 'warm_cache_edit': 0.0,
     },
     ('interpreter', 'matrix'): {
         'aoti_cpp_nonstrict': 0.3, 'aoti_cpp_strict': 3.28, 'aoti_fresh_nonstrict': 2.94, 'aoti_nonstrict': 3.83, 'aoti_strict': 12.39,
-        'compile_cpp_wrapper': 6.13, 'compile_cudagraphs': 0.0, 'compile_default': 3.09, 'compile_dynamic': 2.57, 'compile_fullgraph': 1.62,
-        'compile_max_autotune': 3.14, 'compile_unbacked': 2.43, 'cpu_fallback': 0.6, 'eager': 1.57, 'export_nonstrict': 4.98,
-        'export_strict': 5.22, 'flop_counter': 0.6, 'opcheck': 0.8, 'tensor_subclass': 0.92, 'train_compile_default': 5.36,
-        'train_compile_fullgraph': 4.43, 'train_eager': 2.96, 'warm_cache_edit': 0.0,
+        'compile_cpp_wrapper': 6.13, 'compile_cudagraphs': 0.0, 'compile_default': 1.85, 'compile_dynamic': 2.36,
+        'compile_fullgraph': 1.62, 'compile_max_autotune': 3.14, 'compile_unbacked': 2.43, 'cpu_fallback': 0.6, 'eager': 1.57,
+        'export_nonstrict': 4.98, 'export_strict': 5.22, 'flop_counter': 0.32, 'opcheck': 0.32, 'tensor_subclass': 0.92,
+        'train_compile_default': 3.94, 'train_compile_fullgraph': 4.43, 'train_eager': 2.96, 'warm_cache_edit': 0.0,
     },
 }
-# A cell the profile leaves out, or that does not apply, costs its report and little else.
-SKIPPED_CELL_S = 0.02
-# The run's start: pytest, its workers, and each runner importing torch before the first cell.
-START_S = {"gpu": 30.0, "interpreter": 25.0}
+# A cell the profile leaves out costs nothing but its report, whose time is CELL_S: 0.0003 s of work on
+# average in reports/cpu/results.json (483 such cells).
+SKIPPED_CELL_S = 0.0
+# What a run spends besides its cells' work, measured in the committed runs from each cell's `finished` and
+# `wall` against the run's wall_time_s. START_S: from the run's start to its first cell (pytest, its workers,
+# each runner importing torch) and from its last cell to its end (the reports): on the interpreter 7.2 s +
+# 0.8 s (reports/cpu) and 7.2 s + 5.8 s (reports/cpu/full-profile-sample); on the GPU 11-16 s + 2-4 s
+# (reports/gpu/full-run's four shards). CELL_S: a worker's time between and around its cells' work (the
+# request and answer, pytest's report), a cell: 0.005 s on the interpreter's quick profile (0.05 s on the full
+# profile's 345 cells), 0.38-0.42 s on the GPU (16 workers and their runners on 16 cores).
+START_S = {"gpu": 17.0, "interpreter": 10.0}
+CELL_S = {"gpu": 0.4, "interpreter": 0.005}
+# The cells done correct the estimate once they hold this share of the work it gives their kind (see
+# `remaining_seconds`). Earlier, a few cells say more of themselves than of the machine: replayed in the order
+# their cells finished, at every twentieth of their wall time, the committed runs (reports/cpu, and with its
+# row means doubled and halved as for a machine twice as slow or fast; reports/gpu/full-run's four shards)
+# give remaining times off by up to 14x correcting from 2% of the work, 1.6-2.6x from 5%, 10% or 20% (1.2-1.6x
+# on average), and 2.0x and 1.8x on average never correcting where the row means are twice off. Extrapolating
+# the elapsed time per cell, as the first lines did, was 5-10x off on average and up to 89x: the costliest
+# cells run first. A tenth leaves margin above the noise.
+TRUSTED_SHARE = 0.1
 
 
-def row_seconds(results: Any) -> dict[str, float]:
-    """The mean work of a cell that ran (not skipped), by row, from a results file; 0 for a row whose every
-    cell was skipped there (CUDA graphs on the interpreter)."""
+def row_seconds(results: Any, ran_only: bool = False) -> dict[str, float]:
+    """The mean work of a cell of each row, from a results file, over the cells of the row that its profile
+    checks. Cells skipped for their case's own reasons (no backward, no flop formula, an autotuner the
+    interpreter cannot time) count at what they cost, nearly nothing: every run like it skips them too. In
+    a row the profile limits, only the cases it checks there count, known by a cell of theirs that ran: the
+    others' cells cost SKIPPED_CELL_S in `cell_seconds`, and counting them here would charge the checked
+    cases' cells too little. 0 for a row whose every cell was skipped (CUDA graphs on the interpreter).
+    With `ran_only`, only the cells that ran count: the cost of a cell the results do not hold (a case added
+    since), which nothing says will be skipped (harness.plugin.shard)."""
+    limited = set(results.fingerprint.hypothesis.other.get("limited_rows") or ())
+    ran = {(c.case, c.row.value) for c in results.cells if c.outcome is not Outcome.SKIPPED}
     by_row: dict[str, list[float]] = {}
     for cell in results.cells:
         times = by_row.setdefault(cell.row.value, [])
-        if cell.outcome is not Outcome.SKIPPED and cell.timings.work > 0:
+        if ran_only and cell.outcome is Outcome.SKIPPED:
+            continue
+        if cell.row.value not in limited or (cell.case, cell.row.value) in ran:
             times.append(cell.timings.work)
     return {row: round(sum(times) / len(times), 2) if times else 0.0 for row, times in sorted(by_row.items())}
 
@@ -86,27 +115,68 @@ def cell_seconds(cell: Any, mode: str, profile: str, cases: dict[str, Any]) -> f
     seconds = MEASURED.get((mode, profile))
     if not seconds:
         return None
-    chosen = PROFILES[profile]
     case = cases.get(cell.case)
-    if cell.row.value in chosen.limited_rows and case is not None and chosen.limited_rows_tag not in case.tags:
+    if case is not None and PROFILES[profile].leaves_out(cell.row.value, builtin=registry.builtin(case), tags=case.tags):
         return SKIPPED_CELL_S
     return seconds.get(cell.row.value, sum(seconds.values()) / len(seconds))
 
 
 def expected_seconds(plan: Plan, profile: str | None = None) -> float | None:
-    """About how long the plan's cells take under `profile` (default: the plan's) on its workers; None when
-    no run of that profile on this kind of device was measured."""
+    """About how long the plan's cells take under `profile` (default: the plan's) on its workers, from the
+    run's start to its end; None when no run of that profile on this kind of device was measured, or when
+    there is nothing to run."""
     each = [cell_seconds(cell, plan.mode, profile or plan.profile, plan.cases) for cell in plan.cells]
-    if None in each:
+    if not each or None in each:
         return None
-    return run_seconds(each, plan.workers, plan.mode)  # type: ignore[arg-type]
+    return START_S[plan.mode] + run_seconds(each, plan.workers, plan.mode)  # type: ignore[arg-type]
 
 
 def run_seconds(cells: list[float], workers: int, mode: str) -> float:
-    """A run's wall time from its cells' seconds, shared among its workers (at most one per core)."""
-    parallel = max(1, min(workers, os.cpu_count() or 1))
+    """The time cells of these seconds of work take, shared among the workers (at most one per core), each
+    with its report's time."""
     # No run ends before its longest cell (a fresh-process AOTInductor cell: two minutes on a GPU).
-    return START_S[mode] + max(sum(cells) / parallel, max(cells, default=0.0))
+    return max((sum(cells) + len(cells) * CELL_S[mode]) / _parallel(workers), max(cells, default=0.0))
+
+
+def _parallel(workers: int) -> int:
+    return max(1, min(workers, os.cpu_count() or 1))
+
+
+def remaining_seconds(results: Iterable[CellResult], plan: Plan) -> float | None:
+    """About how long the plan's cells not yet done take: what the estimate gives them, scaled by the cells
+    done like them (their measured work against what it gave them) once those hold TRUSTED_SHARE of the
+    work it gives their kind. None while there is neither: a profile never measured here, too early."""
+    done = {result.cell: result.timings.work for result in results}
+    calibrated, given = True, _given(plan, plan.profile)
+    if given is None:
+        # A profile never measured on this device: the default profile's row means still say which cells
+        # cost more than which, and the cells done say how much.
+        calibrated, given = False, _given(plan, DEFAULT_PROFILE)
+    if given is None:
+        return None
+    # Two kinds of cell, scaled apart: those of cases whose kernels autotune and the rest. The run starts the
+    # first kind first (harness.plugin.scheduling), and they cost unlike their rows' means (minutes of
+    # autotuning on a GPU; nothing on the interpreter, which cannot autotune), so their measure says nothing
+    # of the cells left after them.
+    autotunes = {name: case.autotune_configs > 0 for name, case in plan.cases.items()}
+    left: list[float] = []
+    for kind in (True, False):
+        cells = {cell: seconds for cell, seconds in given.items() if autotunes.get(cell.case, False) is kind}
+        given_done = sum(seconds for cell, seconds in cells.items() if cell in done)
+        if given_done > 0 and given_done >= TRUSTED_SHARE * sum(cells.values()):
+            scale = sum(done[cell] for cell in cells if cell in done) / given_done
+        elif calibrated or all(cell in done for cell in cells):
+            scale = 1.0
+        else:
+            return None
+        left += [seconds * scale for cell, seconds in cells.items() if cell not in done]
+    return run_seconds(left, plan.workers, plan.mode)
+
+
+def _given(plan: Plan, profile: str) -> dict[Any, float] | None:
+    """The work the estimate gives each of the plan's cells under `profile`; None where it has none."""
+    given = {cell: cell_seconds(cell, plan.mode, profile, plan.cases) for cell in plan.cells}
+    return None if None in given.values() else given  # type: ignore[return-value]
 
 
 def _count(n: int, what: str) -> str:
@@ -123,6 +193,9 @@ def announce(plan: Plan) -> str:
     part = "" if len(plan.cells) == plan.all_cells else f" (of the {plan.all_cells} its cases make)"
     if plan.shard is not None:
         part = f" (shard {plan.shard}: this runner's part of the {plan.all_cells} its cases make)"
+    if not plan.cells:
+        return (f"nothing to run: 0 cells{part} from {_count(len(plan.cases), 'case')} of {', '.join(plan.specs)}, "
+                "so no time to expect")
     rows, styles = len({c.row for c in plan.cells}), len({c.wrapping for c in plan.cells})
     lines = [f"{len(plan.cells)} cells{part}: {_count(len(plan.cases), 'case')} from {', '.join(plan.specs)} x "
              f"{_count(styles, 'wrapping style')} x {_count(rows, 'row')}, {where}, {_count(plan.workers, 'worker')}; "
@@ -138,13 +211,15 @@ def announce(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def progress(results: Iterable[CellResult], total: int, elapsed_s: float) -> str:
-    """How far the run got: cells done, and how many passed and failed so far."""
+def progress(results: Iterable[CellResult], plan: Plan, elapsed_s: float) -> str:
+    """How far the run got: cells done, how many passed and failed so far, and about how long the rest takes."""
+    results = list(results)
     counts: dict[str, int] = {}
     for result in results:
         counts[result.outcome.value] = counts.get(result.outcome.value, 0) + 1
-    done = sum(counts.values())
+    done, total = len(results), len(plan.cells)
     order = [o.value for o in Outcome]
     summary = ", ".join(f"{counts[k]} {k}" for k in sorted(counts, key=order.index))
-    left = f"; about {_minutes(elapsed_s / done * (total - done))} left" if 0 < done < total else ""
+    remaining = remaining_seconds(results, plan) if 0 < done < total else None
+    left = "" if remaining is None else f"; about {_minutes(remaining)} left"
     return f"{done}/{total} cells in {_minutes(elapsed_s)} ({summary}){left}"

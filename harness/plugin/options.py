@@ -18,7 +18,7 @@ PARTIAL = "partial"  # where a run of part of the matrix writes, under the defau
 # The options that only mean something to the matrix, with the value that says "not given".
 MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": 0,
                    "cache_dir": None, "runner_logs": None, "perf": False, "baseline": None, "accept": False, "shard": None,
-                   "shard_timings": None}
+                   "shard_timings": None, "cells_must_pass": False}
 _LOADED = pytest.StashKey[registry.Loaded]()
 
 
@@ -47,6 +47,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "run without -n, so cells do not share the GPU")
     group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
                     help="fail a cell whose outcome differs from this earlier run's (regressed, improved or failing differently)")
+    group.addoption("--cells-must-pass", action="store_true",
+                    help="a cell that does not pass (WRONG, FAIL, CRASH, TIMEOUT; ENV too) fails its test, so pytest's exit status "
+                         "and junit XML count it: for a CI gate that requires every cell to pass (default: a cell's outcome "
+                         "is data for the reports, and only a case's or the harness's own error fails a test)")
     group.addoption("--accept", action="store_true", help="with --baseline: rewrite the baseline with this run's outcomes")
     group.addoption("--shard", default=None, metavar="K/N",
                     help="run part K of N balanced parts of the cells (a CI job matrix: one runner a part, the same options "

@@ -82,7 +82,7 @@ def costs_from(results: object) -> Callable[[Cell], float | None]:
     """A cost function from an earlier run's results: a cell's own work where it ran there, else the mean
     work of its row there, else None (the caller falls back to the estimate's row means)."""
     work = {c.cell: c.timings.work for c in results.cells if c.timings.work > 0}  # type: ignore[attr-defined]
-    rows = row_seconds(results)
+    rows = row_seconds(results, ran_only=True)
 
     def cost(cell: Cell) -> float | None:
         return work.get(cell) or rows.get(cell.row.value) or None

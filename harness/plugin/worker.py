@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
+from importlib.metadata import entry_points
 from typing import Any
 
 import pytest
@@ -16,7 +18,7 @@ from harness.model.rows import parse_timeouts, timeout_for
 from harness.model.settings import PROFILES, Settings
 from harness.plugin.options import WORKER, case_specs, loaded, profile_name, run_caches, run_packages
 from harness.plugin.status import attach
-from harness.reporting.diff import against_baseline
+from harness.reporting.diff import accept_command, against_baseline
 from harness.runner import Runner, runner_env
 
 
@@ -66,7 +68,15 @@ class MatrixWorker:
             return None
         if self._baseline is None:
             self._baseline = load(path).by_cell()
-        return against_baseline(self._baseline.get(result.cell), result, path)
+        return against_baseline(self._baseline.get(result.cell), result, self.accepting_command)
+
+    @functools.cached_property
+    def accepting_command(self) -> str:
+        """The command that accepts this run's outcomes: its own arguments again, with --accept. xdist hands its
+        workers the arguments the run was started with, so a worker names the same command as a run without workers."""
+        # The console script exists where the plugin's entry point does, as harness.tools.launch decides for `run`.
+        installed = any(ep.value == "harness.plugin" for ep in entry_points(group="pytest11"))
+        return accept_command([str(arg) for arg in self.config.invocation_params.args], installed)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         runner, self._runner = self._runner, None

@@ -5,8 +5,9 @@ Modelled on PyTorch's benchmark accuracy check: a run is judged against another,
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 from tabulate import tabulate
 
@@ -49,16 +50,36 @@ def signature(cell: CellResult) -> tuple[object, ...]:
     return (cell.outcome, cell.stage, cell.error_type)
 
 
-def against_baseline(base: CellResult | None, now: CellResult, baseline_path: str) -> str | None:
-    """Why a cell fails the baseline check, or None. Improvements fail too, so the baseline stays true."""
+def against_baseline(base: CellResult | None, now: CellResult, accept: str) -> str | None:
+    """Why a cell fails the baseline check, or None. Improvements fail too, so the baseline stays true. `accept` is
+    the command that reruns the run with --accept (`accept_command`), named for every change, a regression too:
+    whether a regression is a break to accept or a bug to fix is the user's call."""
     if base is None or base.flaky or signature(base) == signature(now):
         return None
-    accept = f"if this is expected, accept it: pytest --baseline={baseline_path} --accept"
     if base.outcome is Outcome.PASS:
-        return f"REGRESSED: {now.cell.id} passed in the baseline, now {describe(now)}"
+        return (f"REGRESSED: {now.cell.id} passed in the baseline, now {describe(now)}; if you accept this regression "
+                f"(a known break, not a bug to fix), make it the baseline: `{accept}`")
     if now.outcome is Outcome.PASS:
-        return f"IMPROVED: {now.cell.id} was {describe(base)} in the baseline and now passes; {accept}"
-    return f"FAILURE CHANGED: {now.cell.id} was {describe(base)}, now {describe(now)}; {accept}"
+        return f"IMPROVED: {now.cell.id} was {describe(base)} in the baseline and now passes; if this is expected, accept it: `{accept}`"
+    return f"FAILURE CHANGED: {now.cell.id} was {describe(base)}, now {describe(now)}; if this is expected, accept it: `{accept}`"
+
+
+def accept_command(run_args: Sequence[str], installed: bool) -> str:
+    """The command that repeats a run with --accept, which rewrites its baseline with the run's outcomes: the run's
+    own arguments (`config.invocation_params.args`) after `triton-compat-matrix run`, or `python -m harness run` in a
+    checkout that is not installed, less what those add themselves (harness.tools.launch.matrix_args: --matrix, and
+    -p harness.plugin where the package is not installed). Plain pytest with --baseline and --accept would fail (the
+    matrix's options need --matrix), and a run's --cases, -k or --matrix-profile must be repeated to accept its cells."""
+    kept: list[str] = []
+    args = list(run_args)
+    while args:
+        arg = args.pop(0)
+        if arg == "-p" and args[:1] == ["harness.plugin"]:
+            args.pop(0)
+        elif arg not in ("--matrix", "--accept", "-pharness.plugin"):
+            kept.append(arg)
+    launcher = "triton-compat-matrix run" if installed else "python -m harness run"
+    return " ".join([launcher, *(shlex.quote(arg) for arg in [*kept, "--accept"])])
 
 
 def compare(old: Results, new: Results) -> Diff:

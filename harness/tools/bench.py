@@ -1,6 +1,6 @@
 """How fast the matrix runs, and how much of its time is the harness's own: `python -m harness bench`.
 
-It runs the matrix as a user does (`pytest -n auto`, fresh caches) and reads the figures off the
+It runs the matrix as a user does (`pytest --matrix -n auto`, fresh caches) and reads the figures off the
 results file: the cells' own work, the lower bound on wall time that work sets, efficiency against it,
 the harness's overhead per cell, and each worker's peak host and GPU memory and GPU memory growth.
 """
@@ -15,7 +15,7 @@ import time
 
 from harness.model.results import load
 from harness.reporting.figures import figures, render
-from harness.tools.launch import forwarding_signals, matrix_command, start_matrix
+from harness.tools.launch import forwarding_signals, matrix_command, results_written, start_matrix
 
 
 def busy_cores() -> tuple[float, float, int] | None:
@@ -39,14 +39,14 @@ def main(pytest_args: list[str], out: str | None = None, report_dir: str | None 
     command = matrix_command(pytest_args, report_dir)
     pytest_args = command[command.index("--matrix") + 1:]
     print(f"running: {' '.join(shlex.quote(c) for c in command)}", flush=True)
-    start, busy_before = time.perf_counter(), busy_cores()
+    started, start, busy_before = time.time(), time.perf_counter(), busy_cores()
     runs = [start_matrix(command)]
     with forwarding_signals(runs) as received:
         returncode = runs[0].wait()
     wall, busy_after = time.perf_counter() - start, busy_cores()
-    path = os.path.join(report_dir, "results.json")
-    if not os.path.exists(path):
-        print(f"bench: the matrix wrote no {path} (pytest exit {returncode})", file=sys.stderr)
+    path = results_written(report_dir, started)
+    if path is None:
+        print(f"bench: the matrix wrote no results in {report_dir} (pytest exit {returncode})", file=sys.stderr)
         return 2
     results = load(path)
     if not any(c.timings.wall > 0 for c in results.cells):

@@ -29,10 +29,20 @@ def matrix_args(pytest_args: list[str]) -> list[str]:
 
 
 def matrix_command(pytest_args: list[str], report_dir: str) -> list[str]:
-    """The matrix as a user runs it (`pytest -n auto` unless the arguments choose -n), reports to report_dir."""
+    """The matrix as a user runs it (`pytest --matrix -n auto` unless the arguments choose -n), reports to report_dir."""
     if not any(a.startswith(("-n", "--numprocesses")) for a in pytest_args):
         pytest_args = ["-n", "auto", *pytest_args]
     return [sys.executable, "-m", "pytest", f"--report-dir={os.path.abspath(report_dir)}", "-q", *matrix_args(pytest_args)]
+
+
+def results_written(report_dir: str, since: float) -> str | None:
+    """The results file the run started at `since` (time.time()) wrote into report_dir: its results.json, or,
+    for a run stopped early where report_dir held a complete chart, report_dir/partial/results.json (a stopped
+    run never replaces a complete one); None where it wrote neither."""
+    for path in (os.path.join(report_dir, "partial", "results.json"), os.path.join(report_dir, "results.json")):
+        if os.path.exists(path) and os.path.getmtime(path) >= since:
+            return path
+    return None
 
 
 def _die_with_parent() -> None:

@@ -24,7 +24,7 @@ from harness.model.outcome import CellResult
 from harness.model.results import Results, load, write_atomic
 from harness.reporting import report
 from harness.reporting.diff import COMPARED, describe, signature
-from harness.tools.launch import forwarding_signals, matrix_command, start_matrix
+from harness.tools.launch import forwarding_signals, matrix_command, results_written, start_matrix
 
 
 @dataclass
@@ -140,6 +140,7 @@ def run(count: int, out_dir: str, pytest_args: list[str], concurrent: bool = Fal
         threads = os.environ.get("OMP_NUM_THREADS") or str(max(1, cores // (count * workers)))
         env_per_run = [{"CUDA_VISIBLE_DEVICES": str(n), "OMP_NUM_THREADS": threads} for n in range(count)]
     os.makedirs(out_dir, exist_ok=True)
+    started = time.time()  # a run-N folder's results from an earlier repeat are not this one's
     procs: list[subprocess.Popen[bytes]] = []
     # Ctrl-C or SIGTERM reaches the runs going (they write their reports, marked incomplete), starts no more
     # runs, and the cells the runs finished are compared.
@@ -163,7 +164,7 @@ def run(count: int, out_dir: str, pytest_args: list[str], concurrent: bool = Fal
     if received:
         print(f"repeat: {', '.join(received)}; comparing the cells the runs finished", file=sys.stderr, flush=True)
     command = "python -m harness repeat --runs {} {}{}".format(count, "--concurrent " if concurrent else "", " ".join(map(shlex.quote, pytest_args)))
-    made = [path for n in range(1, count + 1) if os.path.exists(path := os.path.join(out_dir, f"run-{n}", "results.json"))]
+    made = [path for n in range(1, count + 1) if (path := results_written(os.path.join(out_dir, f"run-{n}"), started))]
     return compare_files(made, out_dir, command)
 
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 import torch
 
 from harness.model.results import load
+from harness.plugin.report_lock import HOLDER_FILE, LOCK_FILE
 from harness.reporting import picture, report
 from tests.harness.conftest import PLANTED
 
@@ -92,13 +94,14 @@ def test_every_fault_in_one_run_is_recorded_and_no_cell_is_lost(tmp_path):
     assert "| [eager](MATRIX.md#eager)" in (reports / "SUPPORT.md").read_text()
 
 
-def _start_matrix(tmp_path, selection, workers):
-    """A matrix run in its own process group (as a terminal's foreground job), its output line by line."""
+def _start_matrix(tmp_path, selection, workers, report_dir=True):
+    """A matrix run in its own process group (as a terminal's foreground job), its output line by line; into
+    tmp_path/reports, named by --report-dir or, without it, as the default folder of a run started in tmp_path."""
     env = {**os.environ, "TCM_PLANTED_HANGING": str(tmp_path / "hanging"), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-n", str(workers), "-v", "-p", "no:cacheprovider", f"--cases={tmp_path / 'planted_copy.py'}",
-         f"--report-dir={tmp_path / 'reports'}", "--matrix-profile=quick", "-k", selection, "--matrix"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+         *([f"--report-dir={tmp_path / 'reports'}"] if report_dir else []), "--matrix-profile=quick", "-k", selection, "--matrix"],
+        cwd=ROOT if report_dir else tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         # Ctrl-C's default action, as a terminal's foreground job has it: a shell's background job (`cmd &`, as
         # a CI script may start this test run) inherits SIGINT ignored, and the run would rightly ignore it too.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -107,19 +110,23 @@ def _start_matrix(tmp_path, selection, workers):
 
 @pytest.mark.skipif(sys.platform != "linux", reason="signals processes by pid")
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sigkill"])
-def test_an_interrupted_run_leaves_the_old_reports_or_new_ones_marked_incomplete(tmp_path, how):
+def test_an_interrupted_run_leaves_the_complete_reports_and_writes_its_own_to_partial_marked_incomplete(tmp_path, how):
+    """Whether the folder is --report-dir (Ctrl-C, SIGKILL) or the default (SIGTERM), a complete chart in it
+    stays as it was: an interrupted run writes to its `partial` folder, its reports marked incomplete."""
     shutil.copy(PLANTED, tmp_path / "planted_copy.py")  # its path tells this run's runner processes apart
     reports = tmp_path / "reports"
     report.write(load(os.path.join(ROOT, "tests", "harness", "data", "results-v1.json")), str(reports))
     before = {name: (reports / name).read_bytes() for name in REPORTS}
     done = ["planted_ok-raw-eager"]
     # A worker per cell: xdist would queue a second cell behind the hanging one on its worker.
-    proc = _start_matrix(tmp_path, " or ".join(f"test_cell[{c}]" for c in [*done, "planted_hang-raw-eager"]), workers=2)
+    proc = _start_matrix(tmp_path, " or ".join(f"test_cell[{c}]" for c in [*done, "planted_hang-raw-eager"]), workers=2,
+                         report_dir=how != "sigterm")
     output: list[str] = []
     # Read what arrives, not lines: pytest ends a test's status line only when it starts the next one.
     threading.Thread(target=lambda: output.extend(iter(lambda: os.read(proc.stdout.fileno(), 65536).decode(errors="replace"), "")), daemon=True).start()
     deadline = time.monotonic() + 120
-    while not ((tmp_path / "hanging").exists() and all(f"PASSED harness/plugin/matrix.py::test_cell[{c}]" in "".join(output) for c in done)):
+    # The test's id starts at the run's rootdir: the repository's, or tmp_path for a run started there.
+    while not ((tmp_path / "hanging").exists() and all(re.search(rf"PASSED \S*::test_cell\[{c}\]", "".join(output)) for c in done)):
         assert proc.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the hanging cell began: " + "".join(output)[-2000:]
         time.sleep(0.5)
     {"ctrl-c": lambda: os.killpg(proc.pid, signal.SIGINT), "sigterm": lambda: proc.send_signal(signal.SIGTERM),
@@ -132,16 +139,23 @@ def test_an_interrupted_run_leaves_the_old_reports_or_new_ones_marked_incomplete
         os.killpg(proc.pid, signal.SIGKILL)
         pytest.fail(f"the run did not end within 120 s of {how}; its output:\n{''.join(output)[-3000:]}\nits processes:\n{processes}")
 
-    assert not [p.name for p in reports.iterdir() if p.name not in (*REPORTS, picture.FILENAME)], "a temporary file was left behind"
-    if how == "sigkill":  # no chance to write: the last complete reports stand, untouched
-        assert {name: (reports / name).read_bytes() for name in REPORTS} == before
+    partial = reports / "partial"
+    assert {name: (reports / name).read_bytes() for name in REPORTS} == before  # the complete reports stand, untouched
+    if how == "sigkill":  # no chance to write
+        assert not partial.exists()
     else:
-        results = json.loads((reports / "results.json").read_text())
+        said = "".join(output)  # where it wrote, and why there (a -k run: part of the matrix; stopped: incomplete)
+        assert f"so it wrote to {'reports/partial' if how == 'sigterm' else partial}, leaving " in said, said[-2000:]
+        results = json.loads((partial / "results.json").read_text())
         assert results["complete"] is False and results["missing"] == ["planted_hang-raw-eager"]
         assert results["interrupted"] == ("SIGTERM" if how == "sigterm" else "interrupted (Ctrl-C)")
         assert {c["cell"]: c["outcome"] for c in results["cells"]} == {"planted_ok-raw-eager": "pass"}
         for name in ("SUPPORT.md", "MATRIX.md"):
-            assert "**incomplete run, " in (reports / name).read_text() and "planted_hang-raw-eager" in (reports / name).read_text()
+            assert "**incomplete run, " in (partial / name).read_text() and "planted_hang-raw-eager" in (partial / name).read_text()
+    # No temporary file is left behind, nor the report folder's lock (a SIGKILLed run cannot remove it; the
+    # kernel released it, so the next run takes it).
+    left = {"partial", *REPORTS, picture.FILENAME, *((LOCK_FILE, HOLDER_FILE) if how == "sigkill" else ())}
+    assert not [p.name for p in reports.iterdir() if p.name not in left], "a temporary file was left behind"
     # No runner process outlives its run, not even the one stuck in the hanging cell.
     deadline = time.monotonic() + 30
     while subprocess.run(["pgrep", "-f", str(tmp_path / "planted_copy.py")], capture_output=True).returncode == 0:
@@ -152,7 +166,7 @@ def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     baseline = tmp_path / "baseline.json"  # workers=0: comparing with the baseline is the controller's alone
     selection = " or ".join(f"test_cell[planted_{c}-raw-eager]" for c in ("wrong", "ok", "unwritten"))
     proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}", "--accept"])
-    assert proc.returncode == 0 and "accepted this run's outcomes as the baseline" in proc.stdout
+    assert proc.returncode == 0 and "accepted this run's outcomes of " in proc.stdout
 
     # Against a baseline in which the wrong cell passed and the passing cell failed: both cells fail their
     # tests. The unwritten cell also passed there, but is labelled flaky (not checked), and a baseline cell
@@ -169,11 +183,18 @@ def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     assert proc.returncode == 1
     assert "REGRESSED: planted_wrong-raw-eager passed in the baseline, now WRONG" in proc.stdout
     assert "IMPROVED: planted_ok-raw-eager was fail @run" in proc.stdout
-    assert f"pytest --baseline={baseline} --accept" in proc.stdout
+    assert f"--baseline={baseline} --accept`" in proc.stdout and "`triton-compat-matrix run -n 0 -q " in proc.stdout
     failed = {line.split("[", 1)[1].split("]", 1)[0] for line in proc.stdout.splitlines() if line.startswith("FAILED ")}
     assert failed == {"planted_wrong-raw-eager", "planted_ok-raw-eager"}, proc.stdout[-3000:]
-    assert "planted_unwritten" not in "".join(line for line in proc.stdout.splitlines() if "REGRESSED" in line or "IMPROVED" in line)
+    assert "REGRESSED: planted_unwritten" not in proc.stdout and "IMPROVED: planted_unwritten" not in proc.stdout
     assert "1 baseline cells did not run: planted_segfault-raw-eager" in proc.stdout
+
+    # Accepting from a run of one cell takes that cell's outcome and keeps the baseline's other cells.
+    proc, _, _ = run_matrix(tmp_path, "test_cell[planted_wrong-raw-eager]", workers=0, extra=[f"--baseline={baseline}", "--accept"])
+    assert proc.returncode == 0 and "accepted this run's outcomes of 1 cells into the baseline" in proc.stdout, proc.stdout[-3000:]
+    accepted = {c.cell.id: c for c in load(str(baseline)).cells}
+    assert set(accepted) == set(cells) and accepted["planted_wrong-raw-eager"].outcome.value == "wrong"
+    assert accepted["planted_ok-raw-eager"].message == "old failure" and accepted["planted_unwritten-raw-eager"].flaky
 
 
 def _run_cases(tmp_path, cases, selection, workers=1):
@@ -228,7 +249,9 @@ def test_selecting_a_malformed_case_by_name_still_shows_why_it_is_missing(tmp_pa
     proc, results, _ = _run_cases(tmp_path, [os.path.join(USER_MODULES, "malformed.py")], "no_reference", workers=0)
     assert proc.returncode == 1
     assert "LEFT OUT tests/harness/user_modules/malformed.py: case 'no_reference': no reference: give reference=" in proc.stdout.replace(ROOT + "/", "")
-    assert results["cells"] == [] and len(results["problems"]) == 4
+    assert proc.stdout.count("triton-compat-matrix: LEFT OUT ") == 4
+    # No cell ran, so no reports: they would replace a chart with an empty one.
+    assert results is None and "no cell ran, so no reports were written" in proc.stdout
 
 
 def test_repeat_runs_the_matrix_n_times_and_finds_no_difference_in_deterministic_cells(tmp_path):

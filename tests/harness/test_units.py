@@ -20,7 +20,7 @@ from harness.model.errors import Mismatch, ResultsError
 from harness.model.fingerprint import Fingerprint, GitCommit
 from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Outcome, Stage
-from harness.model.results import Results, dumps, load, merge, save
+from harness.model.results import VERSION, Results, dumps, load, merge, save
 from harness.model.rows import Row
 from harness.reporting.report import support_chart
 from tests.harness.conftest import PLANTED
@@ -194,7 +194,7 @@ def test_results_round_trip_and_bad_files_are_named(tmp_path):
     with pytest.raises(ResultsError, match="not a triton-compat-matrix results file"):
         load(str(other))
     newer = tmp_path / "newer.json"
-    newer.write_text(path.read_text().replace('"version": 3', '"version": 99'))
+    newer.write_text(path.read_text().replace(f'"version": {VERSION}', '"version": 99'))
     with pytest.raises(ResultsError, match="schema version 99"):
         load(str(newer))
     with pytest.raises(ResultsError, match="cannot read"):
@@ -225,7 +225,7 @@ def test_a_harness_error_is_recorded_by_its_kind_and_older_files_module_paths_re
     assert cell.error_type == "harness.RuntimeFailure"
     new = CellResult(Cell.parse("add-custom_op-aoti_cpp_strict"), Outcome.FAIL, stage=Stage.AOT_LOAD, error_type="harness.RuntimeFailure")
     assert compare(load(str(old)), Results(fingerprint=FINGERPRINT, cells=[new])).unchanged == 1
-    assert json.loads(dumps(load(str(old))))["version"] == 3
+    assert json.loads(dumps(load(str(old))))["version"] == VERSION
 
 
 def test_report_command_merges_split_runs_of_one_environment(tmp_path, capsys):

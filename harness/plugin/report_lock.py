@@ -1,0 +1,74 @@
+"""One matrix run at a time writes into a report folder.
+
+Two runs into one folder would both finish and the last to write would win, silently replacing the other's
+chart. The run's controller takes the folder's lock when it starts (filelock: an OS lock, released by the
+kernel when the process dies, even by SIGKILL, so a killed run never leaves the folder locked) and holds it
+until it ends. A second run into the folder refuses at once, naming the run that holds it. The lock's files
+live in the folder and are removed when the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+
+from filelock import FileLock, Timeout
+
+from harness.model.errors import UsageError
+
+LOCK_FILE = ".triton-compat-matrix.lock"
+HOLDER_FILE = ".triton-compat-matrix.run"  # who holds the lock (filelock truncates the lock file itself on each try)
+
+
+class ReportFolderBusy(UsageError):
+    """Another run holds the report folder."""
+
+
+class ReportFolderLock:
+    def __init__(self, folder: str, command: str):
+        self.folder = folder
+        self.command = command
+        self._lock = FileLock(os.path.join(folder, LOCK_FILE))
+        self._made_folder = False
+
+    def acquire(self) -> None:
+        """Hold the folder, or raise ReportFolderBusy naming the run that holds it."""
+        self._made_folder = not os.path.isdir(self.folder)
+        os.makedirs(self.folder, exist_ok=True)
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            self._forget_folder()
+            raise ReportFolderBusy(f"{self.folder} is being written by another matrix run ({self._holder()}): wait for it to "
+                                   "end, or give this run another --report-dir") from None
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+                  "command": self.command}
+        with open(os.path.join(self.folder, HOLDER_FILE), "w") as f:
+            json.dump(holder, f)
+
+    def release(self) -> None:
+        if not self._lock.is_locked:
+            return
+        # Removed while still held: a run that starts meanwhile waits on the lock, not on a file about to go.
+        for name in (HOLDER_FILE, LOCK_FILE):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(self.folder, name))
+        self._lock.release()
+        self._forget_folder()
+
+    def _forget_folder(self) -> None:
+        """A folder this run made and left empty (it wrote nothing) is removed again."""
+        if self._made_folder:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.folder)
+
+    def _holder(self) -> str:
+        try:
+            with open(os.path.join(self.folder, HOLDER_FILE)) as f:
+                holder = json.load(f)
+            return f"pid {holder['pid']} on {holder['host']}, started {holder['started']}: `{holder['command']}`"
+        except (OSError, ValueError, KeyError, TypeError):
+            return "a run that has not yet said who it is"

@@ -1,0 +1,183 @@
+"""How long a run says it takes, at its start and as it goes; which rows the quick profile leaves out, and on
+which cases; and the line a failed build of the C++ runner is shown by."""
+
+import os
+import shutil
+import tempfile
+from types import SimpleNamespace
+
+import pytest
+
+from harness.execution import cpp_runtime
+from harness.model.cell import Cell
+from harness.model.columns import Wrapping
+from harness.model.outcome import CellResult, Outcome, Timings
+from harness.model.rows import Row
+from harness.model.settings import PROFILES, Settings
+from harness.plugin import estimate
+from harness.runner import Runner, runner_env
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+QUICK = estimate.MEASURED[("interpreter", "quick")]
+
+
+@pytest.fixture(autouse=True)
+def two_cores(monkeypatch):
+    """The estimates share work among at most one worker a core: these tests' figures are for 2 of each."""
+    monkeypatch.setattr(estimate.os, "cpu_count", lambda: 2)
+
+
+def a_case(builtin=False, tags=(), autotune_configs=0):
+    module = "harness.cases.mine" if builtin else "/home/me/mine.py"
+    return SimpleNamespace(module=module, tags=frozenset(tags), autotune_configs=autotune_configs)
+
+
+def a_plan(cases, profile="quick", cells=None):
+    cells = [Cell(name, w, r) for name in cases for r in Row for w in Wrapping] if cells is None else cells
+    return estimate.Plan(cells=cells, all_cells=len(cells), cases=cases, specs=["mine.py"], profile=profile, gpu=None,
+                         workers=2, report_dir="reports")
+
+
+def done(cells, work):
+    return [CellResult(cell, Outcome.PASS, timings=Timings(work=work(cell))) for cell in cells]
+
+
+def model_seconds(cells, scale=1.0):
+    """What the quick profile's row means give these cells, shared between two workers, each with its report's time."""
+    return (sum(QUICK[c.row.value] * scale for c in cells) + len(cells) * estimate.CELL_S["interpreter"]) / 2
+
+
+def test_the_estimate_of_the_committed_quick_run_is_within_a_tenth_of_its_wall_time():
+    """reports/cpu/results.json: the built-in cases on the interpreter, 2 workers on 2 cores, 193.7 s (178 s in CI)."""
+    from harness.authoring import registry
+    from harness.model.results import load
+
+    run = load(os.path.join(ROOT, "reports", "cpu", "results.json"))
+    cases = registry.load().cases
+    plan = estimate.Plan(cells=[c.cell for c in run.cells], all_cells=len(run.cells), cases=cases, specs=["harness.cases"],
+                         profile="quick", gpu=None, workers=2, report_dir="reports")
+    given = sum(estimate.cell_seconds(c.cell, "interpreter", "quick", cases) for c in run.cells)
+    assert given == pytest.approx(sum(c.timings.work for c in run.cells), rel=0.02)  # the cells' work, skipped cells and all
+    assert estimate.expected_seconds(plan) == pytest.approx(run.wall_time_s, rel=0.1)
+
+
+def test_row_seconds_counts_a_rows_skipped_cells_but_not_those_its_profile_left_out():
+    limited = SimpleNamespace(fingerprint=SimpleNamespace(hypothesis=SimpleNamespace(other={"limited_rows": ["aoti_strict"]})), cells=[
+        CellResult(Cell("a", Wrapping.RAW, Row.EAGER), Outcome.PASS, timings=Timings(work=3.0)),
+        CellResult(Cell("a", Wrapping.CONTROL, Row.EAGER), Outcome.SKIPPED, timings=Timings(work=0.0)),  # the case's own reason
+        CellResult(Cell("a", Wrapping.RAW, Row.AOTI_STRICT), Outcome.PASS, timings=Timings(work=8.0)),
+        CellResult(Cell("a", Wrapping.CONTROL, Row.AOTI_STRICT), Outcome.SKIPPED, timings=Timings(work=0.0)),
+        CellResult(Cell("b", Wrapping.RAW, Row.AOTI_STRICT), Outcome.SKIPPED, timings=Timings(work=0.0)),  # left out
+        CellResult(Cell("b", Wrapping.CONTROL, Row.AOTI_STRICT), Outcome.SKIPPED, timings=Timings(work=0.0)),
+    ])
+    assert estimate.row_seconds(limited) == {"aoti_strict": 4.0, "eager": 1.5}
+
+
+def test_the_first_progress_lines_say_the_models_time_left_not_the_elapsed_time_per_cell():
+    """The costliest cells run first: three slow cells in ten minutes say nothing of the hundred left."""
+    plan = a_plan({"mine": a_case()})
+    first = done(plan.cells[:3], lambda cell: 0.5)
+    line = estimate.progress(first, plan, elapsed_s=600.0)
+    assert line.startswith(f"3/{len(plan.cells)} cells in 10 min (3 pass); about ")
+    assert estimate.remaining_seconds(first, plan) == pytest.approx(model_seconds(plan.cells[3:]))
+    assert line.endswith(f"about {model_seconds(plan.cells[3:]):.0f} s left")
+
+
+def test_once_a_tenth_of_the_work_is_done_its_measured_rate_scales_the_rest():
+    plan = a_plan({"mine": a_case()})
+    costliest = [c for c in plan.cells if c.row is Row.AOTI_STRICT]  # a fifth of the model's work: enough to trust
+    assert sum(QUICK["aoti_strict"] for _ in costliest) > estimate.TRUSTED_SHARE * sum(QUICK[c.row.value] for c in plan.cells)
+    slower = done(costliest, lambda cell: 3 * QUICK[cell.row.value])  # a machine three times slower than the model's
+    rest = [c for c in plan.cells if c.row is not Row.AOTI_STRICT]
+    assert estimate.remaining_seconds(slower, plan) == pytest.approx(model_seconds(rest, scale=3.0))
+    # Under a tenth, the same slowness is not yet believed.
+    one = done(costliest[:1], lambda cell: 3 * QUICK[cell.row.value])
+    assert estimate.remaining_seconds(one, plan) == pytest.approx(model_seconds([c for c in plan.cells if c != costliest[0]]))
+
+
+def test_the_autotuned_cases_cells_which_run_first_do_not_scale_the_other_cases_cells():
+    """They cost unlike their rows' means (minutes of autotuning on a GPU): what they measure is theirs alone."""
+    plan = a_plan({"tuned": a_case(autotune_configs=3), "plain": a_case()})
+    tuned = [c for c in plan.cells if c.case == "tuned"]
+    plain = [c for c in plan.cells if c.case == "plain"]
+    assert estimate.remaining_seconds(done(tuned, lambda cell: 10 * QUICK[cell.row.value]), plan) == pytest.approx(model_seconds(plain))
+
+
+def test_a_profile_never_measured_here_says_no_time_left_until_its_cells_measure_it():
+    plan = a_plan({"mine": a_case()}, profile="thorough")
+    assert estimate.expected_seconds(plan) is None
+    first = done(plan.cells[:1], lambda cell: 1.0)
+    assert "left" not in estimate.progress(first, plan, elapsed_s=60.0)
+    # The default profile's row means say which cells cost more; the cells done say how much.
+    full = estimate.MEASURED[("interpreter", "matrix")]
+    costliest = [c for c in plan.cells if c.row is Row.AOTI_STRICT]
+    measured = done(costliest, lambda cell: 2 * full["aoti_strict"])
+    rest = [c for c in plan.cells if c.row is not Row.AOTI_STRICT]
+    expected = (sum(2 * full[c.row.value] for c in rest) + len(rest) * estimate.CELL_S["interpreter"]) / 2
+    assert estimate.remaining_seconds(measured, plan) == pytest.approx(expected)
+    assert estimate.progress(measured, plan, elapsed_s=60.0).endswith(f"about {expected / 60:.0f} min left")
+
+
+def test_a_run_of_no_cells_says_there_is_nothing_to_run_and_no_time():
+    plan = a_plan({"mine": a_case()}, cells=[])
+    plan.all_cells = 115
+    assert estimate.expected_seconds(plan) is None
+    assert estimate.announce(plan) == "nothing to run: 0 cells (of the 115 its cases make) from 1 case of mine.py, so no time to expect"
+
+
+def test_the_quick_profile_limits_its_costly_rows_on_the_built_in_cases_only():
+    quick = PROFILES["quick"]
+    reason = quick.leaves_out("aoti_strict", builtin=True, tags=frozenset({"elementwise"}))
+    assert reason.startswith("this run's profile checks this row only on the built-in cases tagged 'tutorial'")
+    assert quick.leaves_out("aoti_strict", builtin=True, tags=frozenset({"tutorial"})) is None
+    assert quick.leaves_out("aoti_strict", builtin=False, tags=frozenset()) is None  # a user's own case gets every row
+    assert quick.leaves_out("eager", builtin=True, tags=frozenset()) is None
+    assert PROFILES["matrix"].leaves_out("aoti_strict", builtin=True, tags=frozenset()) is None
+    assert "only on the built-in cases tagged 'tutorial' (a user's own cases get every row)" in quick.summary
+    # The estimate charges what the profile runs: a user's case's AOTInductor cell its row's mean, a built-in
+    # untagged case's nothing.
+    cell = Cell("mine", Wrapping.CONTROL, Row.AOTI_STRICT)
+    assert estimate.cell_seconds(cell, "interpreter", "quick", {"mine": a_case()}) == QUICK["aoti_strict"]
+    assert estimate.cell_seconds(cell, "interpreter", "quick", {"mine": a_case(builtin=True)}) == estimate.SKIPPED_CELL_S
+
+
+def test_a_case_is_built_in_when_loaded_from_the_harness_cases_package():
+    from harness.authoring import registry
+
+    assert registry.builtin(registry.load([registry.BUILTIN + ".silu"]).cases["silu"])
+    planted = registry.load([os.path.join(HERE, "planted.py")]).cases
+    assert planted and not any(registry.builtin(case) for case in planted.values())
+
+
+def test_a_users_case_runs_the_quick_profiles_limited_rows_and_a_built_in_untagged_case_does_not():
+    workdir = tempfile.mkdtemp(prefix="tcm-test-")
+    try:
+        with Runner([os.path.join(HERE, "planted.py"), "harness.cases.silu"], workdir, env=runner_env(workdir)) as runner:
+            settings = Settings(profile=PROFILES["quick"], workdir=workdir)
+            mine = runner.run(Cell("planted_ok", Wrapping.CONTROL, Row.AOTI_NONSTRICT), settings, 300.0)
+            builtin = runner.run(Cell("silu", Wrapping.CONTROL, Row.AOTI_NONSTRICT), settings, 300.0)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert mine.outcome is Outcome.PASS, mine.message
+    assert builtin.outcome is Outcome.SKIPPED
+    assert builtin.message.startswith("this run's profile checks this row only on the built-in cases tagged 'tutorial'")
+
+
+def test_a_failed_cmake_build_is_shown_by_cmakes_error_not_the_warning_before_it():
+    """torch 2.15.0's CUDA wheel on a machine without the CUDA toolkit: its CMake config warns, in words
+    that say "error", before the error that says what failed (the output as the runner's build reads it)."""
+    with open(os.path.join(HERE, "data", "cmake-torch-cuda-build-without-cuda-toolkit.txt")) as f:
+        output = f.read()
+    assert cpp_runtime.first_error_line(output) == (
+        "CMake Error at /tmp/venv-cmake/lib/python3.11/site-packages/torch/share/cmake/Caffe2/Caffe2Config.cmake:88 (message): "
+        "Your installed Caffe2 version uses CUDA but I cannot find the CUDA libraries.  Please set the proper CUDA prefixes and / "
+        "or install CUDA.")
+
+
+def test_a_compiler_error_after_a_cmake_warning_that_says_error_is_the_line_shown():
+    output = ("CMake Warning at cuda.cmake:40 (message):\n  the next warning / error will give you more info.\n"
+              "Call Stack (most recent call first):\n  CMakeLists.txt:5 (find_package)\n\n"
+              "[ 50%] Building CXX object aoti_runner.cpp.o\naoti_runner.cpp:3:10: fatal error: torch/csrc/x.h: No such file or directory\n"
+              "make[2]: *** [CMakeFiles/aoti_runner.dir/build.make:76: aoti_runner.cpp.o] Error 1\n")
+    assert cpp_runtime.first_error_line(output) == "aoti_runner.cpp:3:10: fatal error: torch/csrc/x.h: No such file or directory"
