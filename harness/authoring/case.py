@@ -19,11 +19,16 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from torch._library.custom_ops import CustomOpDef
 from triton.runtime.autotuner import Autotuner
+from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import KernelInterface
 
 from harness.authoring.launcher import takes_namespace, unreached
 from harness.model.columns import ShippedKind
 from harness.model.errors import CaseError, described
+
+# What @triton.jit, autotune and heuristics make. Triton's interpreter (TRITON_INTERPRET=1) makes an
+# InterpretedFunction, which is no KernelInterface before Triton 3.5 or 3.6 (3.4 has it stand alone, 3.6 subclasses it).
+KERNEL_TYPES: tuple[type, ...] = (KernelInterface, InterpretedFunction)
 
 DTYPES: Mapping[str, torch.dtype] = MappingProxyType(
     {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -77,7 +82,7 @@ def kernel_function(kernel: Any) -> Any:
 
 def kernel_name(kernel: Any) -> str:
     """The Python name of a @triton.jit function, seen through autotune/heuristics wrappers."""
-    if not isinstance(kernel, KernelInterface):
+    if not isinstance(kernel, KERNEL_TYPES):
         raise TypeError(f"{kernel!r} is not a Triton kernel (@triton.jit, @triton.autotune or @triton.heuristics)")
     function = kernel_function(kernel)
     if function is None:

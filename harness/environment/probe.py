@@ -25,9 +25,8 @@ def _add_kernel(a, b, out, n, BLOCK: tl.constexpr):
     tl.store(out + offsets, tl.load(a + offsets, mask=mask) + tl.load(b + offsets, mask=mask), mask=mask)
 
 
-@triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})], key=["n"])
 @triton.jit
-def _autotuned_add_kernel(a, b, out, n, BLOCK: tl.constexpr):
+def _add_kernel_for_autotune(a, b, out, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     tl.store(out + offsets, tl.load(a + offsets, mask=mask) + tl.load(b + offsets, mask=mask), mask=mask)
@@ -112,12 +111,33 @@ def autotuning(device: str, record_dir: str | None = None) -> str | None:
         a = torch.arange(-18, 19, dtype=torch.float32, device=device)
         out = torch.empty_like(a)
         try:
+            # Decorated here, not at import: Triton 3.3 and older ask the driver for a benchmarker as the
+            # autotuner is made, which has none on the interpreter, and the harness must still import there.
+            _autotuned_add_kernel = triton.autotune(configs=[triton.Config({"BLOCK": 32}), triton.Config({"BLOCK": 64})],
+                                                    key=["n"])(_add_kernel_for_autotune)
             _autotuned_add_kernel[lambda meta: (triton.cdiv(a.numel(), meta["BLOCK"]),)](a, a, out, a.numel())
             return None if torch.equal(out, a + a) else "the autotuned add gives wrong numbers"
         except Exception as exc:  # noqa: BLE001 - the failure is the answer
             return f"{type(exc).__name__}: {first_line(exc)}"[:300]
 
     return _recorded(record_dir, f"autotuning on {device}", measure)
+
+
+def wrap_triton_takes_interpreted(record_dir: str | None = None) -> str | None:
+    """Why torch.library.wrap_triton refuses a kernel of Triton's CPU interpreter (TRITON_INTERPRET=1), or None
+    where it takes one: torch 2.11 and older check for a @triton.jit function, which the interpreter's kernels are
+    not ("wrap_triton only works on functions annotated with triton.jit"); 2.13 takes them. Where it refuses,
+    every triton_op cell fails the same way in eager: a limit of this machine's torch and interpreter, not a
+    finding (on a GPU the kernel is a @triton.jit function and wrap_triton takes it)."""
+
+    def measure() -> str | None:
+        try:
+            torch.library.wrap_triton(_add_kernel)
+            return None
+        except Exception as exc:  # noqa: BLE001 - the failure is the answer
+            return f"{type(exc).__name__}: {first_line(exc)}"[:300]
+
+    return _recorded(record_dir, "wrap_triton taking an interpreted kernel", measure)
 
 
 def interpreted_extern(module: str, name: str, arity: int, record_dir: str | None = None) -> str | None:

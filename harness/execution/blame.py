@@ -18,9 +18,7 @@ from types import TracebackType
 from typing import Any, Callable
 
 import triton
-from triton.runtime.jit import KernelInterface
-
-from harness.authoring.case import Case, kernel_function
+from harness.authoring.case import KERNEL_TYPES, Case, kernel_function
 from harness.model.outcome import CaseCodeError, Stage
 
 
@@ -91,7 +89,7 @@ def case_files(case: Case) -> frozenset[str]:
 def _runs_a_kernel(frame: Any) -> bool:
     """Whether the frame runs a @triton.jit function's body: Triton's interpreter runs kernels as Python, in their
     own files, and what a kernel's body raises there is the interpreter's finding (a compile error on a GPU)."""
-    return isinstance(frame.f_globals.get(frame.f_code.co_name), KernelInterface)
+    return isinstance(frame.f_globals.get(frame.f_code.co_name), KERNEL_TYPES)
 
 
 def _instruction(tb: TracebackType) -> str:
@@ -206,14 +204,14 @@ def extern_calls(case: Case) -> list[tuple[str, Callable[..., Any]]]:
                     continue
                 value = function.__globals__.get(load.argval)
                 for attribute in instructions[i + 1:]:
-                    if value is None or is_extern(value) or isinstance(value, KernelInterface):
+                    if value is None or is_extern(value) or isinstance(value, KERNEL_TYPES):
                         break
                     if attribute.opname not in ("LOAD_ATTR", "LOAD_METHOD"):
                         break
                     value = getattr(value, attribute.argval, None)
                 if is_extern(value):
                     found.setdefault((value.__module__, value.__name__), (caller, value))
-                elif isinstance(value, KernelInterface):
+                elif isinstance(value, KERNEL_TYPES):
                     visit(value, path)
 
     for kernel in (*case.kernels, *(case.backward.kernels if case.backward is not None else ())):

@@ -153,14 +153,18 @@ def _cudagraph_skips(watch: Watch) -> Iterator[None]:
     try:
         from torch._inductor import cudagraph_utils  # inside: absent from some torch versions
 
-        logger: logging.Logger | None = cudagraph_utils.cudagraphs_log
+        # Newer torch logs skips on the cudagraphs artifact logger; older (2.8 and before) on perf_hint_log, beside other hints.
+        logger: logging.Logger | None = getattr(cudagraph_utils, "cudagraphs_log", None) or cudagraph_utils.perf_hint_log
     except (ImportError, AttributeError):
         logger = None
 
     class Keep(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             # The first line, without the stack trace Inductor appends ("Found from: ..."), once per reason.
-            message = record.getMessage().strip().removeprefix("skipping cudagraphs due to ").strip()
+            message = record.getMessage().strip()
+            if not message.startswith("skipping cudagraphs"):
+                return  # another perf hint, on the shared logger of older torch
+            message = message.removeprefix("skipping cudagraphs due to ").strip()
             reason = re.sub(r"\.?\s*Found from\s*:.*$", "", message.splitlines()[0] if message else "").strip()[:200]
             if reason and reason not in watch.cudagraph_skips and len(watch.cudagraph_skips) < 3:
                 watch.cudagraph_skips.append(reason)

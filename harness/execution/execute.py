@@ -249,6 +249,7 @@ class Execution:
                   or (case.requires(self.run_device) if case.requires else None)
                   or (f"{needs_cuda}; this run's device is {self.device}" if needs_cuda and not self.device.startswith("cuda") else None)
                   or self._interpreter_cannot_compile() or self._cannot_autotune_here() or self._interpreter_lacks_extern()
+                  or self._wrap_triton_refuses_interpreted()
                   or self._left_to_other_profiles() or self._kernel_not_editable())
         if not testable:
             reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
@@ -310,6 +311,18 @@ class Execution:
                 return (f"not tested here: Triton's interpreter cannot run {function.__module__}.{function.__name__}, which "
                         f"{caller} (probed once a run with a trivial kernel calling it: {failure})")
         return None
+
+    def _wrap_triton_refuses_interpreted(self) -> str | None:
+        """Why the triton_op style cannot be tested on Triton's interpreter with this torch (probed once a run:
+        torch 2.11 and older refuse to wrap_triton an interpreted kernel), or None. Its CPU fallback runs the
+        reference only, so it still runs."""
+        if self.cell.wrapping is not Wrapping.TRITON_OP or os.environ.get("TRITON_INTERPRET") != "1" or self._runs_reference_only():
+            return None
+        failure = probe.wrap_triton_takes_interpreted(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+        if failure is None:
+            return None
+        return ("not tested here: this torch's wrap_triton refuses the kernels of Triton's CPU interpreter, so the triton_op "
+                f"style cannot run here (probed once a run with a trivial kernel: {failure}); on a GPU it runs")
 
     def _interpreter_cannot_compile(self) -> str | None:
         """Why this cell would measure Triton's interpreter rather than the kernel, or None. On the CPU

@@ -4,10 +4,10 @@ Not part of the default chart: the matrix loads them only when named with `--cas
 """
 
 import ctypes
+import functools
 import os
 import signal
 import time
-import types
 
 import torch
 import triton
@@ -313,7 +313,15 @@ def _double_reference(x: torch.Tensor) -> None:
 
 # A triton_op written so that torch's kernel discovery cannot see its kernel: reached through an object built
 # outside the op's body. Its reference calls it, so the warm-cache row's control runs it compiled.
-_hidden = types.SimpleNamespace(kernel=torch.library.wrap_triton(copy_kernel))
+# Wrapped at its first call, not at import: torch 2.11 and older refuse to wrap_triton an interpreted kernel
+# (TRITON_INTERPRET=1), and an import error here would lose every planted case, not only this one.
+class _Hidden:
+    @functools.cached_property
+    def kernel(self):
+        return torch.library.wrap_triton(copy_kernel)
+
+
+_hidden = _Hidden()
 
 
 @torch.library.triton_op("tcm_planted::hidden_copy", mutates_args=())

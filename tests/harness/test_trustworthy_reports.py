@@ -144,3 +144,32 @@ def test_skipped_cells_are_junit_skips_and_failing_cells_fail_their_tests_only_w
     assert by_test["planted_raises_at_trace-raw-compile_fullgraph"].find("failure") is not None
     # The reports are the same either way: the option changes what pytest counts, not what a cell measured.
     assert {c["cell"]: c["outcome"] for c in json.loads((tmp_path / "reports" / "results.json").read_text())["cells"]} == cells
+
+
+def test_where_this_torchs_wrap_triton_refuses_interpreted_kernels_triton_op_cells_are_not_tested_here(monkeypatch, tmp_path):
+    """torch 2.11 and older refuse to wrap_triton a kernel of Triton's CPU interpreter: a limit of the machine, so
+    the triton_op style's cells are left out with the probe's answer, not charted as failures; the other styles
+    and the triton_op CPU fallback (which runs the reference) still run. torch 2.11's own answer, probed, is in
+    reports/torch-versions."""
+    from harness.authoring import registry
+    from harness.environment import probe
+    from harness.execution.execute import Execution
+    from harness.model.columns import Wrapping
+    from harness.model.rows import Row
+    from harness.model.settings import PROFILES, Settings
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(probe, "wrap_triton_takes_interpreted",
+                        lambda record_dir=None: "RuntimeError: wrap_triton only works on functions annotated with triton.jit")
+    case = registry.load([f"{registry.BUILTIN}.add"]).cases["add"]
+    settings = Settings(profile=PROFILES["quick"], workdir=str(tmp_path))
+
+    def outcome(wrapping, row):
+        result = Execution(Cell("add", wrapping, Row(row)), case, settings, "cpu").run()
+        return result.outcome, result.message or ""
+
+    skipped, why = outcome(Wrapping.TRITON_OP, "eager")
+    assert skipped is Outcome.SKIPPED and why.startswith("not tested here: this torch's wrap_triton refuses the kernels of Triton's CPU interpreter")
+    assert "wrap_triton only works on functions annotated with triton.jit" in why
+    assert outcome(Wrapping.TRITON_OP, "cpu_fallback")[0] is Outcome.PASS
+    assert outcome(Wrapping.CUSTOM_OP, "eager")[0] is Outcome.PASS
