@@ -15,8 +15,6 @@ import os
 import socket
 import time
 
-from filelock import FileLock, Timeout
-
 from harness.model.errors import UsageError
 
 LOCK_FILE = ".triton-compat-matrix.lock"
@@ -29,6 +27,10 @@ class ReportFolderBusy(UsageError):
 
 class ReportFolderLock:
     def __init__(self, folder: str, command: str):
+        # Here, not at the top: the plugin loads into every pytest run, also where only the results tools are
+        # installed (no filelock, no torch), and only a matrix run takes the lock.
+        from filelock import FileLock
+
         self.folder = folder
         self.command = command
         self._lock = FileLock(os.path.join(folder, LOCK_FILE))
@@ -37,6 +39,8 @@ class ReportFolderLock:
     def acquire(self) -> None:
         """Hold the folder, or raise ReportFolderBusy naming the run that holds it."""
         self._made_folder = not os.path.isdir(self.folder)
+        from filelock import Timeout
+
         os.makedirs(self.folder, exist_ok=True)
         try:
             self._lock.acquire(timeout=0)
