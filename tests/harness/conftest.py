@@ -14,12 +14,17 @@ from harness.runner import Runner, runner_env
 PLANTED = os.path.join(os.path.dirname(__file__), "planted.py")
 
 
-@pytest.fixture(scope="module")
-def planted_runner():
+def runner_of(case_file):
+    """A runner process over one case file, in a work folder of its own, for a module-scoped fixture to yield."""
     workdir = tempfile.mkdtemp(prefix="tcm-test-")
-    with Runner([PLANTED], workdir, env=runner_env(workdir)) as runner:
+    with Runner([case_file], workdir, env=runner_env(workdir)) as runner:
         yield runner
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def planted_runner():
+    yield from runner_of(PLANTED)
 
 
 @pytest.fixture

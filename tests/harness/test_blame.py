@@ -2,26 +2,19 @@
 fails the run while every other case still runs; a limit of Triton's interpreter is "not tested here" with its
 reason; an error torch raises is still measured by the cell. Planted cases: tests/harness/planted_blame.py."""
 
-import dataclasses
 import inspect
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
 import torch
 
-from harness.model.cell import Cell
-from harness.model.columns import Wrapping
 from harness.model.judging import outcome_label
 from harness.model.outcome import Outcome, Stage
-from harness.model.rows import Row
-from harness.model.settings import DEFAULT_PROFILE, PROFILES, Settings
-from harness.runner import Runner, runner_env
 from tests.harness import planted_blame
+from tests.harness.conftest import runner_of
 
 PLANTED_BLAME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted_blame.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,19 +25,12 @@ EXAMPLE = "float32 shape=(40,) seed=0"
 
 @pytest.fixture(scope="module")
 def blame_runner():
-    workdir = tempfile.mkdtemp(prefix="tcm-test-")
-    with Runner([PLANTED_BLAME], workdir, env=runner_env(workdir)) as runner:
-        yield runner
-    shutil.rmtree(workdir, ignore_errors=True)
+    yield from runner_of(PLANTED_BLAME)
 
 
 @pytest.fixture
-def run_cell(blame_runner):
-    def run(case, wrapping="raw", row="eager", timeout=120.0):
-        profile = dataclasses.replace(PROFILES[DEFAULT_PROFILE], name="tests", max_examples=10)
-        return blame_runner.run(Cell(case, Wrapping(wrapping), Row(row)), Settings(profile=profile, workdir=blame_runner.workdir), timeout)
-
-    return run
+def run_cell(run_planted, blame_runner):
+    return lambda case, wrapping="raw", row="eager": run_planted(case, wrapping, row, runner=blame_runner)
 
 
 def line_of(function, text):

@@ -3,8 +3,6 @@ own ops as shipped, in a column of their own. The planted library is tests/harne
 
 import os
 import re
-import shutil
-import tempfile
 
 import pytest
 import torch
@@ -19,8 +17,8 @@ from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results
 from harness.model.rows import Row
 from harness.reporting.report import matrix, support_chart
-from harness.runner import Runner, runner_env
 from tests.harness import planted_shipped
+from tests.harness.conftest import runner_of
 from tests.harness.planted_library import kernels as library_kernels
 from tests.harness.test_units import FINGERPRINT
 
@@ -29,10 +27,7 @@ SHIPPED_CASES = os.path.join(os.path.dirname(__file__), "planted_shipped.py")
 
 @pytest.fixture(scope="module")
 def shipped_runner():
-    workdir = tempfile.mkdtemp(prefix="tcm-test-shipped-")
-    with Runner([SHIPPED_CASES], workdir, env=runner_env(workdir)) as runner:
-        yield runner
-    shutil.rmtree(workdir, ignore_errors=True)
+    yield from runner_of(SHIPPED_CASES)
 
 
 @pytest.fixture
