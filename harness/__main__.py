@@ -19,6 +19,11 @@ is the same in every run, 1 when some differ (labelled flaky in the combined rep
 `python -m harness bench [--out FILE] [--report-dir DIR] [PYTEST ARGS ...]` runs the matrix with
 `pytest --matrix -n auto` and prints how fast it ran and what the harness itself cost.
 
+`python -m harness repro CELL [--results FILE] [--out FILE] [--cases SPEC]` writes a Python file that reproduces one
+cell alone (torch, triton and the case's module only); `python -m harness repro --check RESULTS.json --out DIR` writes
+and runs the reproducer of every failing cell of a run and compares each with what the run recorded (exit 1 where one
+does not reproduce its cell).
+
 `python -m harness run [PYTEST ARGS ...]` (installed: `triton-compat-matrix run`) runs the matrix: it is
 `pytest --matrix`, from any folder.
 
@@ -65,6 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     rep_.add_argument("--out", default="reports/repeat", help="where run-1..N, REPEAT.md and the combined reports go")
     rep_.add_argument("--concurrent", action="store_true", help="run them at once, each on a GPU of its own, the cores split between them")
     rep_.add_argument("--results", nargs="+", metavar="RESULTS_JSON", help="compare these runs instead of running the matrix")
+    rpr = commands.add_parser("repro", help="write a standalone script that reproduces one cell (or, with --check, run every failing cell's)")
+    rpr.add_argument("cell", nargs="?", help="the cell's id, e.g. add-raw-export_nonstrict")
+    rpr.add_argument("--results", help="the results file that recorded the cell (its smallest failing example and error); "
+                                       "default: reports/results.json where it exists")
+    rpr.add_argument("--out", help="write the script here (default: standard output); with --check, the folder for the scripts")
+    rpr.add_argument("--cases", action="append", help="case modules or files, as for pytest --cases (default: the built-ins)")
+    rpr.add_argument("--device", help="the device the script runs on (default: the recorded run's: cuda, or cpu on the interpreter)")
+    rpr.add_argument("--check", metavar="RESULTS_JSON", help="write and run the reproducer of every failing cell of this run")
+    rpr.add_argument("-k", dest="match", help="with --check: only the cells whose id this regular expression finds")
+    rpr.add_argument("-n", dest="jobs", type=int, default=1, help="with --check: reproducers run at once (default 1)")
+    rpr.add_argument("--timeout", type=float, default=600.0, help="with --check: seconds a reproducer may run (default 600)")
     cas = commands.add_parser("cases", help="print the cases as a table: what each tests, the inputs it draws")
     cas.add_argument("--cases", action="append", help="case modules or files, as for pytest --cases (default: the built-ins)")
     args, pytest_args = parser.parse_known_args(argv)
@@ -76,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run(pytest_args)
     if args.command == "cases":
         return _cases(args.cases)
+    if args.command == "repro":
+        return _repro(args, parser)
     if args.command == "repeat":
         from harness.tools import repeat  # here, not at the top: report, diff and history run where only tabulate is installed
 
@@ -130,6 +148,32 @@ def _run(pytest_args: list[str]) -> int:
     from harness.tools.launch import matrix_args  # here, not at the top: report, diff and history run where only tabulate is installed
 
     return int(pytest.main(matrix_args(pytest_args)))
+
+
+def _repro(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from harness.authoring import registry  # here, not at the top: report, diff and history run where only tabulate is installed
+    from harness.model.errors import UsageError
+    from harness.tools import reproduce
+
+    specs = args.cases or [registry.BUILTIN]
+    try:
+        if args.check:
+            if args.cell or not args.out:
+                parser.error("repro --check RESULTS.json takes --out DIR and no cell")
+            return reproduce.check(args.check, args.out, specs, args.jobs, args.timeout, args.match)
+        if not args.cell:
+            parser.error("repro needs a cell id (or --check RESULTS.json)")
+        path = args.results or ("reports/results.json" if os.path.exists("reports/results.json") else None)
+        text = reproduce.source(args.cell, results_file.load(path) if path else None, specs, args.device)
+    except (UsageError, ResultsError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        results_file.write_atomic(args.out, text)
+        print(f"wrote {args.out}: run it with `python {args.out}`")
+    else:
+        print(text, end="")
+    return 0
 
 
 def _cases(specs: list[str] | None) -> int:

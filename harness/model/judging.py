@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 
+from harness.model import known_issues
 from harness.model.columns import Wrapping
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results
@@ -38,8 +39,15 @@ def blame_environment(cells: list[CellResult]) -> list[CellResult]:
 
 
 def judged(results: Results) -> Results:
-    """A copy of the results with the environment's failures blamed on it: what the reports show."""
-    return dataclasses.replace(results, cells=blame_environment(results.cells))
+    """A copy of the results with the environment's failures blamed on it and every other failure matched to its
+    known issue, with the entries this harness holds (harness.model.known_issues): what the reports show."""
+    interpreter = results.fingerprint.interpreter
+    cells = []
+    for cell in blame_environment(results.cells):
+        entry = known_issues.match(cell, interpreter)
+        key = entry.key if entry else None
+        cells.append(cell if cell.known_issue == key else dataclasses.replace(cell, known_issue=key))
+    return dataclasses.replace(results, cells=cells)
 
 
 def outcome_label(cell: CellResult) -> str:

@@ -130,6 +130,7 @@ class CellResult:
     fault: str | None = None  # for an error: "case" (its make_inputs or reference raised) or "harness"
     flaky: str | None = None  # set by hand in a baseline: why this cell's outcome may vary (it is not checked)
     blamed_on: str | None = None  # the control cell that fails on the same path: the environment, not the wrapping
+    known_issue: str | None = None  # the known upstream issue its failure matches (harness.model.known_issues), set when judged
     log_tail: list[str] = field(default_factory=list)  # stderr of a crashed or hung runner
     timings: Timings = field(default_factory=Timings)
     memory: Memory = field(default_factory=Memory)

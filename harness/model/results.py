@@ -18,13 +18,15 @@ from harness.model.fingerprint import Fingerprint, Rerun, ShardsMerged
 from harness.model.outcome import CellResult
 
 SCHEMA = "triton-compat-matrix/results"
-VERSION = 4
+VERSION = 5
 # Version 1 differs in the names of the timings, which load() renames; versions 1 and 2 record the harness's own
 # exceptions by module path (harness.cpp_runtime.RuntimeFailure), which load() reads as the kind version 3
 # records (harness.RuntimeFailure), so a module's move changes no recorded data and old and new runs compare.
 # Versions 1 to 3 may hold bare NaN and Infinity (Python's json wrote them; other parsers refuse them);
 # version 4 is strict JSON, a non-finite number written as its name ("NaN", "Infinity", harness.model.jsontext).
-READABLE = (1, 2, 3, 4)
+# Version 5 adds each failing cell's known issue ("known_issue", harness.model.known_issues); older files have none
+# recorded, and the reports match their cells when they are read.
+READABLE = (1, 2, 3, 4, 5)
 _HARNESS_MODULE_PATH = re.compile(r"^harness\.(?:[a-z_]\w*\.)+([A-Z]\w*)$")
 
 

@@ -15,6 +15,7 @@ from harness.model.fingerprint import Fingerprint
 from harness.model.judging import judged, outcome_label
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
+from harness.reporting import why
 from harness.reporting.report import cell_text
 
 # Fingerprint fields shown side by side in the header.
@@ -111,10 +112,21 @@ def describe(cell: CellResult) -> str:
     return text[:200]
 
 
-def pairs_table(pairs: list[tuple[CellResult, CellResult]], old: str, new: str) -> str:
-    """A cell a line, with its outcome in each run (and, where it fails, the first line of its error)."""
-    return tabulate([[f"`{a.cell.id}`", cell_text(describe(a)), cell_text(describe(b))] for a, b in pairs],
-                    headers=["cell", old, new], tablefmt="github")
+def pairs_table(pairs: list[tuple[CellResult, CellResult]], old: str, new: str, fingerprint: Fingerprint | None = None) -> str:
+    """A cell a line, with its outcome in each run (and, where it fails, the first line of its error); given the newer
+    run's fingerprint, what an upgrade check must look at in it (harness.reporting.why.flag) or its known issue."""
+    if fingerprint is None:
+        return tabulate([[f"`{a.cell.id}`", cell_text(describe(a)), cell_text(describe(b))] for a, b in pairs],
+                        headers=["cell", old, new], tablefmt="github")
+    return tabulate([[f"`{a.cell.id}`", cell_text(describe(a)), cell_text(describe(b)), _why(b, fingerprint)] for a, b in pairs],
+                    headers=["cell", old, new, "why"], tablefmt="github")
+
+
+def _why(cell: CellResult, fingerprint: Fingerprint) -> str:
+    flagged = why.flag(cell, fingerprint)
+    if flagged:
+        return f"**{flagged}**"
+    return cell.known_issue or ""
 
 
 def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff) -> str:
@@ -133,13 +145,17 @@ def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff)
         f"**{len(diff.regressed)} regressed, {len(diff.fixed)} fixed, {len(diff.changed)} failing differently, "
         f"{len(diff.new)} new, {len(diff.missing)} missing**, {diff.unchanged} unchanged."
     )
+    flagged = why.flags_line([b for _, b in diff.regressed + diff.changed] + diff.new, new.fingerprint)
+    if flagged:
+        out += ["", flagged]
     for title, pairs in (("Regressed (passed before, not now)", diff.regressed), ("Fixed", diff.fixed),
                          ("Failing differently", diff.changed)):
         if pairs:
-            out += ["", f"## {title}", "", pairs_table(pairs, "old", "new")]
+            out += ["", f"## {title}", "", pairs_table(pairs, "old", "new", None if pairs is diff.fixed else new.fingerprint)]
     for title, cells in (("New cells", diff.new), ("Missing cells (in the old run only)", diff.missing)):
         if cells:
-            out += ["", f"## {title}", "", tabulate([[f"`{c.cell.id}`", cell_text(describe(c))] for c in cells],
-                                                    headers=["cell", "outcome"], tablefmt="github")]
+            fingerprint = new.fingerprint if cells is diff.new else old.fingerprint
+            out += ["", f"## {title}", "", tabulate([[f"`{c.cell.id}`", cell_text(describe(c)), _why(c, fingerprint)] for c in cells],
+                                                    headers=["cell", "outcome", "why"], tablefmt="github")]
     out.append("")
     return "\n".join(out)

@@ -23,7 +23,7 @@ from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results, merge
 from harness.model.rows import Row
 from harness.model.settings import DEFAULT_PROFILE
-from harness.reporting import diff
+from harness.reporting import diff, why
 
 # diff's fingerprint fields, by name: the headings and the legend show them as the diff's header does.
 FIELDS = dict(diff.COMPARED)
@@ -237,13 +237,16 @@ def _step_section(s: Step) -> list[str]:
         f"differently, {s.unchanged} unchanged; {s.not_compared} not compared ({s.only_older} only in {s.older.name}, "
         f"{s.only_newer} only in {s.newer.name}, {s.skipped} skipped in one or both)."
     )
+    flagged = why.flags_line([b for _, b in s.broke + s.changed], newer)
+    if flagged:
+        out += ["", flagged]
     # The cells that broke are what a reader comes for: their list is open; the others fold.
     for title, pairs, folded in ((f"Broke in {s.newer.name}", s.broke, False), (f"Fixed in {s.newer.name}", s.fixed, True),
                                  ("Fail differently", s.changed, True)):
         if pairs:
             summary = f"{title}: {len(pairs)} cell{'s' if len(pairs) != 1 else ''}"
             out += ["", f"<details{'' if folded else ' open'}><summary>{summary}</summary>", "",
-                    diff.pairs_table(pairs, s.older.name, s.newer.name), "", "</details>"]
+                    diff.pairs_table(pairs, s.older.name, s.newer.name, None if pairs is s.fixed else newer), "", "</details>"]
     return out
 
 

@@ -12,12 +12,13 @@ from tabulate import tabulate
 from harness.model import results as results_file
 from harness.model.cell import Cell
 from harness.model.columns import GENERATED_STYLES, STYLES, Wrapping, present
+from harness.model.fingerprint import Fingerprint
 from harness.model.judging import FAILED, Verdict, by_row_and_style, counted_cells, judged, outcome_label, pass_counts, verdict
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
 from harness.model.rows import Row
 from harness.reporting import picture as matrix_picture
-from harness.reporting import tutorial
+from harness.reporting import tutorial, why
 from harness.reporting.figures import figures
 
 
@@ -51,10 +52,10 @@ def _environment_lines(results: Results) -> list[str]:
                      "results.json's fingerprint lists them under \"reruns\"")
     skipped: dict[str, set[str]] = defaultdict(set)
     for cell in results.cells:
-        for dtype, why in cell.dtypes_skipped.items():
-            skipped[f"{dtype}: {why}"].add(cell.case)
-    for why, cases in sorted(skipped.items()):
-        lines.append(f"- not tested here, {why} (cases: {', '.join(sorted(cases))})")
+        for dtype, reason in cell.dtypes_skipped.items():
+            skipped[f"{dtype}: {reason}"].add(cell.case)
+    for reason, cases in sorted(skipped.items()):
+        lines.append(f"- not tested here, {reason} (cases: {', '.join(sorted(cases))})")
     for problem in results.problems:
         case = f" case `{problem['case']}`:" if problem.get("case") else ""
         lines.append(f"- **left out**, `{problem['module']}`:{case} {problem['message']}")
@@ -185,6 +186,7 @@ def support_chart(results: Results, picture_drawn: bool = False) -> str:
         "cell with its outcome and the first line of its error.",
         "",
         *_shipped_section(results, by_row),
+        *why.section(results),
         *_findings(results),
         *_speed_section(results),
     ]
@@ -375,7 +377,8 @@ def matrix(results: Results) -> str:
         "Outcomes: `pass`; `WRONG` (ran, numbers differ from the reference); `fail @stage` (an exception); "
         "`CRASH` (the process died on a signal); `timeout @stage`; `skipped`; `env` (the control fails on "
         "this path too); `error` (the case or harness broke). Stages: setup, wrap, compile, export, "
-        "aot_compile, aot_load, run."
+        "aot_compile, aot_load, run. *Why*: the known upstream issue or documented limit a failing cell matches "
+        f"(link, status, workaround; SUPPORT.md groups them), or *no known issue*. {why.REPRO_HINT}."
     )
     timing = timing_lines(results)
     if timing:
@@ -395,12 +398,13 @@ def matrix(results: Results) -> str:
         details = [c for c in sorted(cells, key=lambda c: c.cell.id)
                    if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky or c.degradations]
         if details:
-            out += ["", tabulate([_detail(c) for c in details], headers=["cell", "outcome", "error (first line)", "smallest failing example"], tablefmt="github")]
+            out += ["", tabulate([_detail(c, results.fingerprint) for c in details],
+                                 headers=["cell", "outcome", "error (first line)", "smallest failing example", "why"], tablefmt="github")]
     out.append("")
     return "\n".join(out)
 
 
-def _detail(cell: CellResult) -> list[str]:
+def _detail(cell: CellResult, fingerprint: Fingerprint) -> list[str]:
     error = cell.message or ""
     if cell.outcome is Outcome.PASS and cell.warnings:
         error = f"warning: {cell.warnings[0]}"
@@ -414,7 +418,8 @@ def _detail(cell: CellResult) -> list[str]:
         error = f"control {cell.blamed_on} fails too. {error}"
     if cell.flaky:
         error = f"FLAKY, {cell.flaky}. This run: {error}"
-    return [f"`{cell.cell.id}`", outcome_label(cell), cell_text(error), cell_text(cell.example or "")]
+    return [f"`{cell.cell.id}`", outcome_label(cell), cell_text(error), cell_text(cell.example or ""),
+            cell_text(why.cell_reason(cell, fingerprint))]
 
 
 def cell_text(text: str) -> str:

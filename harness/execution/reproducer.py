@@ -1,0 +1,723 @@
+"""A standalone reproducer for one cell: a Python file that wraps the case's kernel in the cell's style and runs
+the cell's path on its smallest failing example, written as a user writes it.
+
+The file imports torch, triton and the case's own module, nothing of the harness's machinery: it writes out
+what harness.execution.wrapping builds (the autograd.Function, the triton_op's body with each kernel named in
+a `wrap_triton(kernel)` call, the custom_op and its fake) and what harness.execution.builders does on the row
+(torch.compile, export with the batch dynamic, AOTInductor's package), in the same names, so the error it
+prints can be pasted into an upstream issue. Because none of the harness runs, it also checks the chart: a
+reproducer that passes where the cell failed points at the harness.
+
+Its last line says what happened, in one form a program can read (`outcome_of` parses it):
+`FAILED @<stage>: <error kind>: <first line>`, `WRONG @run: <what differs>`, or `PASSED: ...`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import inspect
+import os
+import re
+import sys
+import typing
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from harness.authoring.case import Case, Example, dtype_name, kernel_name
+from harness.authoring.launcher import takes_namespace
+from harness.model.cell import Cell
+from harness.model.columns import OP_NAMESPACE, Wrapping
+from harness.model.errors import UsageError
+from harness.model.rows import Examples, Kind, Row
+
+# The line a reproducer ends with, and what a program reads from it.
+LAST_LINE = re.compile(r"^(?P<verdict>FAILED|WRONG|PASSED) @?(?P<stage>\w*):? ?(?P<rest>.*)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproduced:
+    """What a reproducer's last line says."""
+
+    verdict: str  # "FAILED", "WRONG" or "PASSED"
+    stage: str | None
+    error_type: str | None
+    message: str
+
+
+def outcome_of(output: str) -> Reproduced | None:
+    """The verdict of a reproducer's output (its last line of that form), or None where it printed none (it
+    crashed, or was killed)."""
+    for line in reversed(output.strip().splitlines()):
+        found = LAST_LINE.match(line.strip())
+        if not found:
+            continue
+        verdict, stage, rest = found.group("verdict"), found.group("stage") or None, found.group("rest")
+        if verdict == "FAILED":
+            kind, _, message = rest.partition(": ")
+            return Reproduced(verdict, stage, kind, message)
+        return Reproduced(verdict, stage if verdict == "WRONG" else None, None, rest)
+    return None
+
+
+_EXAMPLE = re.compile(r"^(?P<dtype>\w+) shape=(?P<shape>\([^)]*\))(?P<drawn>.*) seed=(?P<seed>\d+)$")
+
+
+def parse_example(text: str | None, case: Case) -> Example | None:
+    """The Example a result recorded (`str(Example)`), or None where it recorded none or another form."""
+    found = _EXAMPLE.match(text or "")
+    if not found:
+        return None
+    dtype = getattr(torch, found.group("dtype"))
+    shape = tuple(int(s) for s in re.findall(r"\d+", found.group("shape")))
+    scalars, absent = [], set()
+    for name, value in re.findall(r" (\w+)=(\S+)", found.group("drawn")):
+        if value == "None" and name in case.optional_inputs:
+            absent.add(name)
+        else:
+            scalars.append((name, _literal(value)))
+    return Example(dtype, shape, int(found.group("seed")), tuple(scalars), frozenset(absent))
+
+
+def _literal(text: str) -> Any:
+    import ast
+
+    return ast.literal_eval(text)
+
+
+def _module_of(case: Case) -> ModuleType:
+    module = sys.modules.get(case.module) or inspect.getmodule(case.launch)
+    if module is None:
+        raise UsageError(f"case {case.name!r}: cannot find the module that defines it")
+    return module
+
+
+def _import_lines(module: ModuleType) -> list[str]:
+    """How a user's script imports the case's module: by its name, with the folder it is found from first on
+    sys.path where an installed package does not already give it."""
+    name = module.__name__
+    path = getattr(module, "__file__", None)
+    lines = []
+    if path and importlib.util.find_spec(name.split(".")[0]) is None or name == "__main__":
+        raise UsageError(f"module {name!r} cannot be imported by name")
+    if path:
+        root = os.path.dirname(os.path.abspath(path))
+        for _ in name.split(".")[1:]:
+            root = os.path.dirname(root)
+        if os.path.exists(os.path.join(root, name.split(".")[0])) or os.path.exists(os.path.join(root, name + ".py")):
+            lines.append(f"sys.path.insert(0, {root!r})  # where the case's module is found")
+    lines.append(f"import {name} as case_module")
+    return lines
+
+
+class _Names:
+    """How the file names the case's objects: a module attribute where the case's module holds it, else the
+    case's own field (case.launch, case.kernels[0])."""
+
+    def __init__(self, case: Case, module: ModuleType):
+        self.case, self.module = case, module
+        self.attrs = {id(v): k for k, v in vars(module).items() if not k.startswith("__")}
+
+    def of(self, value: Any, fallback: str) -> str:
+        attr = self.attrs.get(id(value))
+        return f"case_module.{attr}" if attr else fallback
+
+    def case_expr(self) -> str:
+        for name, value in vars(self.module).items():
+            if isinstance(value, Case) and value.name == self.case.name:
+                return f"case_module.{name}"
+            if isinstance(value, (list, tuple)) and any(isinstance(c, Case) and c.name == self.case.name for c in value):
+                return f'next(c for c in case_module.{name} if c.name == "{self.case.name}")'
+        raise UsageError(f"case {self.case.name!r}: its module {self.module.__name__} holds no Case of that name")
+
+    def kernel(self, kernels: tuple[Any, ...], index: int, field: str) -> str:
+        return self.of(kernels[index], f"case.{field}[{index}]")
+
+
+def _annotation(annotation: Any) -> str:
+    """An annotation as source, for torch.library to infer the schema from."""
+    if annotation is inspect.Parameter.empty or annotation is inspect.Signature.empty:
+        return ""
+    if annotation is torch.Tensor:
+        return "torch.Tensor"
+    if annotation is type(None) or annotation is None:
+        return "None"
+    if isinstance(annotation, type) and annotation.__module__ == "builtins":
+        return annotation.__name__
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Union or type(annotation).__name__ == "UnionType":
+        present = [a for a in args if a is not type(None)]
+        if len(present) == 1 and len(args) == 2:
+            return f"typing.Optional[{_annotation(present[0])}]"
+    if origin in (list, tuple, typing.Sequence):
+        name = {list: "list", tuple: "tuple"}.get(origin, "typing.Sequence")
+        return f"{name}[{', '.join('...' if a is Ellipsis else _annotation(a) for a in args)}]"
+    if isinstance(annotation, str):
+        return annotation
+    return inspect.formatannotation(annotation)
+
+
+def _signature(signature: inspect.Signature) -> tuple[str, str]:
+    """(parameters with annotations, return annotation) as source."""
+    params = ", ".join(f"{p.name}: {_annotation(p.annotation)}" if _annotation(p.annotation) else p.name
+                       for p in signature.parameters.values())
+    returns = _annotation(signature.return_annotation)
+    return params, f" -> {returns}" if returns else ""
+
+
+_PRELUDE = '''
+@contextlib.contextmanager
+def stage(name):
+    """Run one stage of the path; an exception ends the script, named with its stage."""
+    try:
+        yield
+    except Wrong as wrong:
+        print(f"\\nWRONG @{name}: {wrong}")
+        sys.exit(1)
+    except Exception as error:
+        if torch.cuda.is_available():  # a kernel's fault is reported late: it is the error, not what came after it
+            try:
+                torch.cuda.synchronize()
+            except Exception as fault:
+                error = fault
+        traceback.print_exc()
+        kind = type(error).__qualname__ if type(error).__module__ == "builtins" else f"{type(error).__module__}.{type(error).__qualname__}"
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        print(f"\\nFAILED @{name}: {kind}: {first}")
+        sys.exit(1)
+
+
+class Wrong(AssertionError):
+    """The path ran, and its results differ from the plain PyTorch reference's."""
+
+
+def check(actual, expected, names, atol, rtol):
+    if len(actual) != len(expected):
+        raise Wrong(f"the number of outputs: {len(actual)} vs {len(expected)}")
+    for name, a, e in zip(names, actual, expected):
+        if isinstance(e, torch.Tensor) and a is None:
+            raise Wrong(f"{name} is missing (None) where the reference has one: cut off from the autograd graph")
+        if not isinstance(e, torch.Tensor) or e is None:
+            if a != e:
+                raise Wrong(f"{name}: {a!r} where the reference has {e!r}")
+            continue
+        if e.dim() == 0 and not e.is_floating_point():
+            if int(a) != int(e):
+                raise Wrong(f"{name}: {int(a)} where the reference has {int(e)}")
+            continue
+        a, e = a.detach().cpu(), e.detach().cpu()
+        if e.is_floating_point():
+            nan = int((a.isnan() & ~e.isnan()).sum())
+            if nan:
+                raise Wrong(f"{name}: {nan} of {e.numel()} elements NaN where the reference has a number (never written?)")
+        try:
+            torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True, check_stride=False)
+        except AssertionError as differs:
+            raise Wrong(f"{name} differs from the reference: " + " ".join(str(differs).split())[:300]) from None
+
+
+def flat(value):
+    # Outputs as a list: a None result is no output; a None inside a list (a missing gradient) stays.
+    if value is None:
+        return []
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in (flat(v) if isinstance(v, (tuple, list)) else [v])]
+    return [value]
+
+
+def clone(inputs):
+    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+'''
+
+_POISON = '''
+
+def poison(dtype):
+    # An output starts as NaN (an int's largest value): an element the kernel never writes cannot pass.
+    if dtype.is_floating_point or dtype.is_complex:
+        return math.nan
+    return True if dtype == torch.bool else torch.iinfo(dtype).max
+
+
+def empty_like(tensor, **kwargs):
+    return torch.full_like(tensor, poison(kwargs.get("dtype") or tensor.dtype), **kwargs)
+
+
+def empty(*size, dtype=None, **kwargs):
+    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
+    dtype = dtype or torch.get_default_dtype()
+    return torch.full(shape, poison(dtype), dtype=dtype, **kwargs)
+'''
+
+
+@dataclasses.dataclass
+class _Source:
+    """The file, assembled in sections."""
+
+    imports: set[str] = dataclasses.field(default_factory=lambda: {"contextlib", "sys", "traceback"})
+    sections: list[str] = dataclasses.field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        self.sections.append(text.strip("\n"))
+
+
+def write(cell: Cell, case: Case, example_text: str | None, recorded: str, environment: str, device: str) -> str:
+    """The reproducer's source for `cell` of `case`. `example_text`: the smallest failing example the result
+    recorded (None: the example the row traces with); `recorded`: the outcome and error the chart recorded;
+    `environment`: the versions and device it was recorded on; `device`: the device to run on ("cuda")."""
+    row, style = cell.row, cell.wrapping
+    module = _module_of(case)
+    names = _Names(case, module)
+    spec = row.spec
+    device = spec.device or device
+    traced = Example(case.dtypes[0], case.example_shape, seed=0)
+    example = parse_example(example_text, case)
+    if example is not None:
+        traced = dataclasses.replace(traced, dtype=example.dtype)
+    if spec.examples is not Examples.DRAWN or example is None:
+        example = example if spec.examples is Examples.BATCH and example is not None else traced
+    source = _Source(imports={"contextlib", "sys", "traceback", "math"})
+    source.add(f'''"""Reproduces {cell.id}: {recorded}.
+
+Recorded on {environment}.
+The case {case.name!r} ({row.spec.title}; {style.title}), written as a user writes it: only torch, triton
+and the case's module are imported. Run it with `python {{this file}}`; its last line says what happened.
+Written by `python -m harness repro {cell.id}`.
+"""''')
+    body = _Body(case, names, style, row, device, source)
+    body.write(traced, example)
+    imports = "\n".join(f"import {m}" for m in sorted(source.imports))
+    sections = source.sections[:1] + [imports + "\n\nimport torch\nimport triton\n\n" + "\n".join(_import_lines(module))] + source.sections[1:]
+    return "\n\n\n".join(sections) + "\n"
+
+
+class _Body:
+    def __init__(self, case: Case, names: _Names, style: Wrapping, row: Row, device: str, source: _Source):
+        self.case, self.names, self.style, self.row, self.device, self.source = case, names, style, row, device, source
+        self.params = [p.name for p in case.input_parameters()]
+        self.args = ", ".join(self.params)
+        self.namespaces: dict[str, str] = {}  # the kernel namespaces the plain calls use, by name
+
+    # -- the pieces
+
+    def write(self, traced: Example, example: Example) -> None:
+        self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n' + _PRELUDE)
+        self.inputs()
+        if takes_namespace(self.case.launch):
+            self.source.imports.add("types")
+            self.source.add(_POISON.strip("\n"))
+        at = len(self.source.sections)
+        self.wrapping()
+        if self.namespaces:
+            self.source.sections.insert(at, "\n".join(self.namespaces.values()))
+        self.path(traced, example)
+
+    def inputs(self) -> None:
+        scalars = ", ".join(repr(name) for name in self.case.scalars)
+        self.source.add(f'''
+def make_inputs(dtype, shape, seed, scalars=None, absent=()):
+    """The case's inputs as the chart drew them: make_inputs from a seeded generator, then the scalars."""
+    tensors = case.make_inputs(shape, dtype, DEVICE, torch.Generator().manual_seed(seed))
+    tensors = tuple(None if name in absent else x for name, x in zip({self.params!r}, tensors))
+    scalars = {{**case.example_scalars, **(scalars or {{}})}}
+    return (*tensors, *(scalars[name] for name in ({scalars}{"," if len(self.case.scalars) == 1 else ""})))''')
+
+    def _namespace(self, kernels: tuple[Any, ...], field: str, wrap: bool) -> str:
+        entries = []
+        for i, kernel in enumerate(kernels):
+            ref = self.names.kernel(kernels, i, field)
+            entries.append(f"{kernel_name(kernel)}={'wrap_triton(' + ref + ')' if wrap else ref}")
+        return f"types.SimpleNamespace({', '.join(entries + ['empty_like=empty_like', 'empty=empty'])})"
+
+    def _launch_call(self, launch: Any, kernels: tuple[Any, ...], field: str, args: str, wrap: bool, launch_expr: str) -> str:
+        """The source of one call of a launcher with its kernels (wrapped with wrap_triton where `wrap`, in the call,
+        as a triton_op's body wraps them; else the namespace built once, outside what the compilers trace)."""
+        if takes_namespace(launch):
+            if wrap:
+                return f"{launch_expr}({self._namespace(kernels, field, wrap)}, {args})"
+            name = "k" if field == "kernels" else "k_backward"
+            if name not in self.namespaces:
+                self.namespaces[name] = f"{name} = {self._namespace(kernels, field, False)}"
+            return f"{launch_expr}({name}, {args})"
+        if not wrap:
+            return f"{launch_expr}({args})"
+        # A launcher that calls its kernels as module globals: called with those globals bound to the wrapped
+        # kernels (only the launcher itself: helpers it calls are not rebound here).
+        self.source.imports.add("types")
+        bound = ", ".join(f'"{kernel_name(k)}": wrap_triton({self.names.kernel(kernels, i, field)})' for i, k in enumerate(kernels))
+        return f"types.FunctionType({launch_expr}.__code__, {{**{launch_expr}.__globals__, {bound}}})({args})"
+
+    def forward_call(self, wrap: bool = False) -> str:
+        return self._launch_call(self.case.launch, self.case.kernels, "kernels", self.args, wrap,
+                                 self.names.of(self.case.launch, "case.launch"))
+
+    def backward_call(self, wrap: bool = False) -> str:
+        backward = self.case.backward
+        assert backward is not None
+        launch_expr = self.names.of(backward.launch, "case.backward.launch")
+        args = f"grad, {self.args}"
+        if not backward.kernels:
+            return f"{launch_expr}(None, {args})" if takes_namespace(backward.launch) else f"{launch_expr}({args})"
+        return self._launch_call(backward.launch, backward.kernels, "backward.kernels", args, wrap, launch_expr)
+
+    def wrapping(self) -> None:
+        style, case = self.style, self.case
+        training = self.row.spec.kind is Kind.TRAIN and case.backward is not None
+        if style not in (Wrapping.CONTROL, Wrapping.SHIPPED):
+            self.source.add(f"def launch({self.args}):\n    return {self.forward_call()}")
+        if style is Wrapping.CONTROL:
+            callee = self.names.of(case.reference, "case.reference")
+        elif style is Wrapping.SHIPPED:
+            callee = "case.shipped"
+        elif style is Wrapping.RAW:
+            callee = "launch"
+        elif style is Wrapping.RAW_AUTOGRAD:
+            callee = self._function()
+        else:
+            callee = self._operator(training)
+        self.source.add(f'''
+def program({self.args}):
+    """What the path runs: the wrapped kernel called as a model calls it."""
+    return {callee}({self.args})''')
+
+    def _function(self) -> str:
+        case = self.case
+        tensors = [p.name for p in case.input_parameters() if p.annotation is torch.Tensor or p.name in case.optional_inputs]
+        others = [n for n in self.params if n not in tensors]
+        backward = (f"grads = {self.backward_call()}\n        grads = iter(grads if isinstance(grads, tuple) else (grads,))\n"
+                    f"        return tuple(next(grads) if isinstance(x, torch.Tensor) else None for x in ({self.args},))"
+                    if case.backward else f'raise NotImplementedError("case {case.name!r} declares no backward")')
+        name = f"{case.name}_function"
+        self.source.add(f'''
+class {name}(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, {self.args}):
+        ctx.save_for_backward({", ".join(tensors)})
+        {"; ".join(f"ctx.{n} = {n}" for n in others) or "pass"}
+        return {self.forward_call()}
+
+    @staticmethod
+    def backward(ctx, grad):
+        ({"".join(f"{n}, " for n in tensors)}) = ctx.saved_tensors
+        {"; ".join(f"{n} = ctx.{n}" for n in others) or "pass"}
+        {backward}''')
+        return f"{name}.apply"
+
+    def _operator(self, training: bool) -> str:
+        case, style = self.case, self.style
+        cpu_fallback = self.row is Row.CPU_FALLBACK
+        name = f"{case.name}_{style.value}" + ("_cpu_fallback" if cpu_fallback else "")
+        params, returns = _signature(case.signature)
+        if "typing." in params + returns:
+            self.source.imports.add("typing")
+        mutates = tuple(sorted(case.mutates))
+        if style is Wrapping.TRITON_OP:
+            self.source.add(f'''
+from torch.library import wrap_triton
+
+
+@torch.library.triton_op("{OP_NAMESPACE}::{name}", mutates_args={mutates!r})
+def {name}({params}){returns}:
+    return {self.forward_call(wrap=True)}''')
+        else:
+            self.source.add(f'''
+@torch.library.custom_op("{OP_NAMESPACE}::{name}", mutates_args={mutates!r})
+def {name}({params}){returns}:
+    return {self.forward_call()}
+
+
+@{name}.register_fake
+def _({self.args}):
+    return case.reference({self.args})''')
+        if cpu_fallback:
+            self.source.add(f'''
+@{name}.register_kernel("cpu")
+def _({self.args}):
+    return case.reference({self.args})''')
+        if training:
+            self._autograd(name)
+        if self.row is Row.FLOP_COUNTER and case.flops is not None:
+            self.source.add(f'''
+from torch.utils.flop_counter import register_flop_formula
+
+
+@register_flop_formula(torch.ops.{OP_NAMESPACE}.{name})
+def _(*shapes, out_shape=None, **kwargs):
+    return case.flops(*shapes)''')
+        return f"torch.ops.{OP_NAMESPACE}.{name}"
+
+    def _autograd(self, name: str) -> None:
+        case, style = self.case, self.style
+        assert case.backward is not None
+        backward = self.backward_call()
+        if case.backward.kernels:  # the backward's kernels get their own operator of the same style
+            back_name = f"{case.name}_backward_{style.value}"
+            params, returns = _signature(case.backward_signature)
+            if "typing." in params + returns:
+                self.source.imports.add("typing")
+            decorator = "triton_op" if style is Wrapping.TRITON_OP else "custom_op"
+            self.source.add(f'''
+@torch.library.{decorator}("{OP_NAMESPACE}::{back_name}", mutates_args=())
+def {back_name}({params}){returns}:
+    return {self.backward_call(wrap=style is Wrapping.TRITON_OP)}''')
+            if style is Wrapping.CUSTOM_OP:
+                self.source.add(f'''
+@{back_name}.register_fake
+def _(grad, {self.args}):
+    grads = tuple(torch.empty_like(x) for x in ({self.args},) if isinstance(x, torch.Tensor))
+    return grads[0] if len(grads) == 1 else grads''')
+            backward = f"torch.ops.{OP_NAMESPACE}.{back_name}(grad, {self.args})"
+        self.source.add(f'''
+def setup_context(ctx, inputs, output):
+    ctx.inputs = inputs
+    ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)])
+
+
+def backward(ctx, grad):
+    saved = iter(ctx.saved_tensors)
+    {self.args}, = tuple(next(saved) if isinstance(x, torch.Tensor) else x for x in ctx.inputs)
+    grads = {backward}
+    grads = iter(grads if isinstance(grads, tuple) else (grads,))
+    return tuple(next(grads) if isinstance(x, torch.Tensor) else None for x in ({self.args},))
+
+
+{name}.register_autograd(backward, setup_context=setup_context)''')
+
+    # -- the path
+
+    def path(self, traced: Example, example: Example) -> None:
+        row, spec, case = self.row, self.row.spec, self.case
+        tol = case.tolerance(example.dtype)
+        lines = [f"# The example the path is built with, and the smallest failing one: {traced}; {example}.",
+                 f"traced = make_inputs(torch.{dtype_name(traced.dtype)}, {traced.shape!r}, {traced.seed})",
+                 f"inputs = make_inputs(torch.{dtype_name(example.dtype)}, {example.shape!r}, {example.seed}, "
+                 f"{dict(example.scalars)!r}, {tuple(sorted(example.absent))!r})",
+                 f"ATOL, RTOL = {tol.atol!r}, {tol.rtol!r}"]
+        if self.style is not Wrapping.CONTROL and row is not Row.CPU_FALLBACK:
+            plain = "case.shipped" if self.style is Wrapping.SHIPPED else "launch"
+            lines += ["# As the chart does before a cell: the launcher once in plain eager (Triton compiles the kernel here).",
+                      'with stage("run"):', f"    {plain}(*clone(traced))"]
+        kind = spec.kind
+        names = "[f'output {n}' for n in range(count)]"
+        reference = "case.reference"
+        compared_inputs = True  # the inputs after the call are compared too: a mutation must happen, and only where declared
+        if kind is Kind.TRAIN:
+            self._train_step()
+            graded = [n for n, p in zip(self.params, case.input_parameters()) if p.annotation is torch.Tensor or n in case.optional_inputs]
+            gradients = [f"gradient of input {n!r}" for n in graded]
+            names = f"[f'output {{n}}' for n in range(count - {len(gradients)})] + {gradients!r}"
+            reference, compared_inputs = "train_step_of(case.reference)", False
+        if kind is Kind.EAGER or (kind is Kind.SUBSYSTEM and row is Row.CPU_FALLBACK):
+            lines += ["artifact = program"]
+        elif kind in (Kind.COMPILE, Kind.WARM_CACHE, Kind.TRAIN):
+            options = ", ".join(f"{k}={v!r}" for k, v in (spec.compile_options or {}).items())
+            if spec.compile_options is None:  # training without a compiler
+                lines += ["artifact = train_step_of(program)"]
+            else:
+                if kind is Kind.WARM_CACHE:
+                    lines.insert(0, "# The chart compiled this once, then again in a new process on the warm caches after editing "
+                                    "the kernel; this file makes the first compile, where the cell failed or its failure begins.")
+                lines += [f"compiled = torch.compile(program{', ' + options if options else ''})"]
+                lines += self._unbacked() if spec.unbacked else []
+                called = "unbacked" if spec.unbacked else "compiled"
+                lines += [f"artifact = train_step_of({called})" if kind is Kind.TRAIN else f"artifact = {called}",
+                          'with stage("compile"):', "    artifact(*clone(traced))"]
+        elif kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
+            lines += self._export(kind)
+        elif kind is Kind.SUBSYSTEM:
+            reference, names = self._subsystem(lines)
+            compared_inputs = row not in (Row.FLOP_COUNTER, Row.OPCHECK)
+        after = " + [x for x in after if isinstance(x, torch.Tensor)]" if compared_inputs else ""
+        before = " + [x for x in expected_inputs if isinstance(x, torch.Tensor)]" if compared_inputs else ""
+        lines += [
+            "",
+            "",
+            "def run(values):",
+            "    expected_inputs, after = clone(values), clone(values)",
+            f"    reference_outputs = flat({reference}(*expected_inputs))",
+            "    count = len(reference_outputs)",
+            f"    names = {names} + [f'input {{n}} after the call' for n in range(len(values))]",
+            '    with stage("run"):',
+            f"        actual = flat(artifact(*after)){after}",
+            '    with stage("run"):',
+            f"        check(actual, reference_outputs{before}, names, ATOL, RTOL)",
+            "",
+            "",
+            "run(inputs)",
+        ]
+        if spec.replays:
+            lines += [f"for replay in range(1, {spec.replays + 1}):  # new values in the same input buffers, as a CUDA graph replays",
+                      f"    fresh = make_inputs(torch.{dtype_name(example.dtype)}, {example.shape!r}, replay)",
+                      "    for buffer, value in zip(inputs, fresh):",
+                      "        if isinstance(buffer, torch.Tensor):",
+                      "            buffer.copy_(value)",
+                      "    run(inputs)"]
+        lines += ['print("\\nPASSED: the path ran and matched the reference")']
+        self.source.add("\n".join(lines))
+
+    def _unbacked(self) -> list[str]:
+        batched = self.case.batched
+        return ["",
+                "def unbacked(*values):",
+                "    # dim 0 of every batched tensor input unbacked before each call (torch._dynamo.mark_unbacked)",
+                f"    for x, batched in zip(values, {batched!r}):",
+                "        if isinstance(x, torch.Tensor) and batched and x.dim() > 0:",
+                "            torch._dynamo.decorators.mark_unbacked(x, 0)",
+                "    return compiled(*values)", ""]
+
+    def _export(self, kind: Kind) -> list[str]:
+        case, spec = self.case, self.row.spec
+        self.source.imports.update({"os", "tempfile"})
+        dims = [f'batch = torch.export.Dim("batch", min=1, max={case.max_batch})']
+        shared = {0: "batch"}
+        for dim, largest in sorted(case.dynamic_dims.items()):
+            dims.append(f'dim{dim} = torch.export.Dim("dim{dim}", min=1, max={largest})')
+            shared[dim] = f"dim{dim}"
+        specs = []
+        for name, is_batched, param in zip(self.params, case.batched, case.input_parameters()):
+            tensor = param.annotation is torch.Tensor or name in case.optional_inputs
+            specs.append("None" if not (tensor and is_batched) else
+                         "{" + ", ".join(f"{d}: {v}" for d, v in shared.items()) + "}" + f" if traced[{len(specs)}] is not None else None")
+        lines = [
+            "",
+            "class Program(torch.nn.Module):",
+            "    def forward(self, *inputs):",
+            "        return program(*inputs)",
+            "",
+            *dims,
+            f"dynamic_shapes = (({', '.join(specs)}{',' if len(specs) == 1 else ''}),)",
+            'with stage("export"):',
+            f"    exported = torch.export.export(Program(), traced, strict={bool(spec.strict)}, dynamic_shapes=dynamic_shapes)",
+        ]
+        if kind is Kind.EXPORT:
+            return lines + ["artifact = exported.module()"]
+        lines += ['with stage("aot_compile"):',
+                  '    package = torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(tempfile.mkdtemp(), '
+                  f'"{case.name}.pt2"))']
+        if kind is Kind.AOTI:
+            return lines + ['with stage("aot_load"):', "    artifact = torch._inductor.aoti_load_package(package)"]
+        self.source.imports.update({"subprocess", "json"})
+        where = ("from C++ (AOTIModelPackageLoader, no Python); this file loads it with the same loader in a new Python "
+                 "process that imports torch only" if kind is Kind.AOTI_CPP else "in a new Python process that imports torch only")
+        return lines + [
+            f"# The chart ran the package {where}: the case's module and its operators are not there.",
+            "SERVE = '''",
+            "import json, sys, traceback, torch",
+            "package, inputs_file, outputs_file = sys.argv[1:]",
+            "def failed(stage, error):",
+            "    kind = type(error).__qualname__ if type(error).__module__ == 'builtins' else f'{type(error).__module__}.{type(error).__qualname__}'",
+            "    traceback.print_exc()",
+            "    print(json.dumps([stage, kind, (str(error).strip().splitlines() or [''])[0]]))",
+            "    sys.exit(3)",
+            "try:",
+            "    runner = torch._inductor.aoti_load_package(package)",
+            "except Exception as error:",
+            "    failed('aot_load', error)",
+            "try:",
+            "    torch.save(runner(*torch.load(inputs_file)), outputs_file)",
+            "except Exception as error:",
+            "    failed('run', error)",
+            "'''",
+            "",
+            "",
+            "class ServeFailed(Exception):",
+            "    pass",
+            "",
+            "",
+            "def artifact(*values):",
+            "    folder = tempfile.mkdtemp()",
+            "    inputs_file, outputs_file = os.path.join(folder, 'inputs.pt'), os.path.join(folder, 'outputs.pt')",
+            "    torch.save(values, inputs_file)",
+            "    done = subprocess.run([sys.executable, '-c', SERVE, package, inputs_file, outputs_file], capture_output=True, text=True)",
+            "    if done.returncode == 0:",
+            "        return torch.load(outputs_file)",
+            "    print(done.stderr, file=sys.stderr)",
+            "    try:",
+            "        served_stage, kind, first = json.loads(done.stdout.strip().splitlines()[-1])",
+            "    except (IndexError, ValueError):",
+            "        served_stage, kind, first = 'aot_load', 'ServeFailed', f'the process exited with {done.returncode}'",
+            "    print(f'\\nFAILED @{served_stage}: {kind}: {first}')",
+            "    sys.exit(1)",
+        ]
+
+    def _train_step(self) -> None:
+        self.source.add('''
+def cotangent(output):
+    return torch.linspace(-1.0, 1.0, output.numel(), device=output.device).reshape(output.shape)
+
+
+def train_step_of(forward):
+    """forward and backward: the outputs, then the gradient of each floating tensor input (None where none)."""
+    def step(*values):
+        xs = tuple(x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in values)
+        outputs = [o for o in flat(forward(*xs)) if o is not None]
+        wrt = [x for x in xs if isinstance(x, torch.Tensor) and x.requires_grad]
+        differentiable = [o for o in outputs if isinstance(o, torch.Tensor) and o.requires_grad]
+        grads = [None] * len(wrt)
+        if differentiable and wrt:
+            loss = sum((o.float() * cotangent(o)).sum() for o in differentiable)
+            grads = list(torch.autograd.grad(loss, wrt, allow_unused=True))
+        return [o.detach() if isinstance(o, torch.Tensor) else o for o in outputs] + grads
+    return step
+
+
+train_step = train_step_of(program)''')
+
+    def _subsystem(self, lines: list[str]) -> tuple[str, str]:
+        """The row's program (`artifact`) added to `lines`; returns its reference and its outputs' names (source)."""
+        row, case = self.row, self.case
+        if row is Row.OPCHECK:
+            lines += ["",
+                      "def artifact(*values):",
+                      f"    report = torch.library.opcheck(torch.ops.{OP_NAMESPACE}.{case.name}_{self.style.value}.default, values, "
+                      "raise_exception=False)",
+                      "    failed = {test: result for test, result in report.items() if result != 'SUCCESS'}",
+                      "    if failed:",
+                      "        test, error = next(iter(failed.items()))",
+                      "        message = (str(error).strip().splitlines() or [''])[0] if isinstance(error, BaseException) else str(error)",
+                      "        raise OpcheckFailed(f'{len(failed)} of {len(report)} opcheck tests fail; {test}: {message}')",
+                      "    return []",
+                      "",
+                      "class OpcheckFailed(AssertionError):",
+                      "    pass"]
+            return "lambda *values: []", "[]"
+        if row is Row.FLOP_COUNTER:
+            lines += ["",
+                      "from torch.utils.flop_counter import FlopCounterMode",
+                      "",
+                      "def flops(fn, values):",
+                      "    with FlopCounterMode(display=False) as counter:",
+                      "        fn(*values)",
+                      "    return int(counter.get_total_flops())",
+                      "",
+                      "def artifact(*values):",
+                      "    return [torch.tensor(flops(program, values))]",
+                      "",
+                      "def flops_of_reference(*values):",
+                      "    counted = flops(case.reference, values)",
+                      "    return [torch.tensor(counted or case.flops(*[tuple(x.shape) for x in values if isinstance(x, torch.Tensor)]))]"]
+            return "flops_of_reference", "['the flop count']"
+        if row is Row.TENSOR_SUBCLASS:
+            lines += ["",
+                      "from torch.testing._internal.two_tensor import TwoTensor",
+                      "",
+                      "def half(x):",
+                      "    return x * 0.5 if x.is_floating_point() else x.clone()",
+                      "",
+                      "def artifact(*values):",
+                      "    out = program(*(TwoTensor(x, half(x)) if isinstance(x, torch.Tensor) else x for x in values))",
+                      "    outs = flat(out)",
+                      "    for o in outs:",
+                      "        if not isinstance(o, TwoTensor):",
+                      "            raise TypeError(f'the result is a {type(o).__name__}, not a TwoTensor')",
+                      "    return [o.a for o in outs] + [o.b for o in outs]",
+                      "",
+                      "def on_halves(*values):",
+                      "    results = flat(case.reference(*values))",
+                      "    results += flat(case.reference(*(half(x) if isinstance(x, torch.Tensor) else x for x in values)))",
+                      "    return [r for r in results if r is not None]"]
+            return "on_halves", "[f'the result\\'s .{part}' for part in 'ab' for _ in range(count // 2)]"
+        raise ValueError(f"{row} is not a subsystem row with a program of its own")
+
+

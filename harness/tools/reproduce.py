@@ -1,0 +1,173 @@
+"""`python -m harness repro`: write a cell's standalone reproducer (harness.execution.reproducer), and, with
+`--check`, write and run the reproducers of every failing cell of a results file, each in a process of its own,
+comparing what each prints with what the chart recorded.
+
+A reproducer that fails at the cell's stage with the cell's error kind reproduces it. One that passes where the
+cell failed points at the harness (the chart's cell would be the harness's artifact), and one that fails
+differently at the reproducer (it writes out less than the harness does): the comparison names each.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from tabulate import tabulate
+
+from harness.authoring import registry
+from harness.execution import reproducer
+from harness.model import results as results_file
+from harness.model.cell import Cell
+from harness.model.errors import CellIdError, UsageError
+from harness.model.fingerprint import INTERPRETER, Fingerprint
+from harness.model.known_issues import EXPLAINED
+from harness.model.outcome import CellResult, Outcome
+from harness.model.results import Results
+
+
+def _recorded(result: CellResult | None) -> str:
+    if result is None:
+        return "no result recorded (the reproducer runs the path on the example it traces with)"
+    text = result.outcome.value + (f" @{result.stage.value}" if result.stage else "")
+    if result.error_type or result.message:
+        text += f" ({result.error_type + ': ' if result.error_type else ''}{(result.message or '').strip()[:200]})"
+    return text
+
+
+def _environment(fingerprint: Fingerprint | None) -> str:
+    if fingerprint is None:
+        return "no recorded run"
+    device = fingerprint.gpu.name if fingerprint.gpu.available and fingerprint.gpu.name else "Triton's CPU interpreter"
+    return f"torch {fingerprint.torch}, triton {fingerprint.triton}, {device}"
+
+
+def source(cell_id: str, results: Results | None, specs: list[str], device: str | None = None) -> str:
+    """The reproducer of one cell: its case loaded from `specs` (case modules, as --cases takes them), its example
+    and recorded error from `results` where given."""
+    try:
+        cell = Cell.parse(cell_id)
+    except CellIdError as exc:
+        raise UsageError(f"{cell_id!r} is not a cell id (case-style-row, e.g. add-raw-export_nonstrict): {exc}") from None
+    registry.importable(os.getcwd())
+    loaded = registry.load(specs)
+    case = loaded.cases.get(cell.case)
+    if case is None:
+        problems = "; ".join(str(p) for p in loaded.problems if p.case in (None, cell.case))
+        raise UsageError(f"no case {cell.case!r} in {', '.join(specs)}" + (f" ({problems})" if problems else "")
+                         + ": name its module with --cases")
+    result = results.by_cell().get(cell) if results is not None else None
+    fingerprint = results.fingerprint if results is not None else None
+    interpreter = fingerprint.mode == INTERPRETER if fingerprint is not None else os.environ.get("TRITON_INTERPRET") == "1"
+    if device is None:
+        device = "cpu" if interpreter else "cuda"
+    text = reproducer.write(cell, case, result.example if result else None, _recorded(result), _environment(fingerprint), device)
+    if interpreter:  # Triton's interpreter is chosen when triton is imported: before it
+        text = text.replace("\nimport torch\n", '\nos.environ.setdefault("TRITON_INTERPRET", "1")  # Triton\'s CPU interpreter, as recorded\n\nimport torch\n', 1)
+        if "\nimport os\n" not in text:
+            text = text.replace("\nimport sys\n", "\nimport os\nimport sys\n", 1)
+    return text
+
+
+@dataclass
+class Checked:
+    cell: CellResult
+    path: str
+    verdict: reproducer.Reproduced | None
+    seconds: float
+    tail: str
+
+    @property
+    def agreement(self) -> str:
+        """How the reproducer's outcome compares with the cell's."""
+        got, cell = self.verdict, self.cell
+        if got is None:
+            return "no verdict (the script died or hung: see its log)"
+        if got.verdict == "PASSED":
+            return "PASSED where the cell failed: the harness's artifact, or a step the reproducer leaves out"
+        expected_verdict = "WRONG" if cell.outcome is Outcome.WRONG else "FAILED"
+        if got.verdict != expected_verdict or got.stage != (cell.stage.value if cell.stage else None):
+            return f"differs: {got.verdict} @{got.stage}"
+        if cell.outcome is Outcome.FAIL and cell.error_type and not cell.error_type.startswith("harness.") and got.error_type != cell.error_type:
+            return f"differs: {got.error_type}"
+        return "reproduced"
+
+
+_running: set[subprocess.Popen[str]] = set()  # the reproducers running now: killed when the check is interrupted
+
+
+def _run_one(result: CellResult, path: str, timeout: float) -> Checked:
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               cwd=os.path.dirname(path), start_new_session=True)  # an interrupt of the check reaches it from here only
+    _running.add(process)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output = (process.communicate()[0] or "") + f"\ntimed out after {timeout:.0f} s"
+    finally:
+        _running.discard(process)
+    with open(path[:-3] + ".log", "w") as f:
+        f.write(output)
+    return Checked(result, path, reproducer.outcome_of(output), time.perf_counter() - started, output[-2000:])
+
+
+def check(results_path: str, out: str, specs: list[str], jobs: int, timeout: float, match: str | None) -> int:
+    """Write and run the reproducer of every failing cell of `results_path` (those whose id contains `match`),
+    `jobs` at a time; write out/REPRO.md. Exit 0 when every one reproduced its cell, 1 otherwise."""
+    results = results_file.load(results_path)
+    failing = [c for c in results.cells if c.outcome in EXPLAINED and (match is None or re.search(match, c.cell.id))]
+    os.makedirs(out, exist_ok=True)
+    paths = []
+    for result in failing:
+        path = os.path.join(os.path.abspath(out), f"repro_{result.cell.id.replace('-', '_')}.py")
+        with open(path, "w") as f:
+            f.write(source(result.cell.id, results, specs))
+        paths.append(path)
+    started = time.perf_counter()
+    checked: list[Checked] = []
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        futures = [pool.submit(_run_one, result, path, timeout) for result, path in zip(failing, paths)]
+        for future in concurrent.futures.as_completed(futures):
+            checked.append(future.result())
+    except KeyboardInterrupt:  # interrupted (timeout -s INT): the reproducers that finished are still written up
+        print(f"interrupted: {len(checked)} of {len(failing)} reproducers ran", file=sys.stderr)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in list(_running):  # the pool's threads end with them: the interpreter exits at once
+            process.kill()
+    checked.sort(key=lambda c: c.cell.cell.id)
+    wall = time.perf_counter() - started
+    counts: dict[str, int] = {}
+    for c in checked:
+        key = c.agreement.split(":")[0]
+        counts[key] = counts.get(key, 0) + 1
+    lines = [
+        f"# Reproducers of the failing cells of `{results_path}`",
+        "",
+        f"- recorded on {_environment(results.fingerprint)}; reproducers run on torch "
+        f"{_version('torch')}, triton {_version('triton')}, {jobs} at a time, {wall:.0f} s",
+        f"- {len(checked)} of {len(failing)} failing cells checked: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])),
+        "",
+        "Each reproducer (`repro_<cell>.py`, its output in `.log` beside it) imports only torch, triton and the case's "
+        "module. *reproduced*: it failed at the cell's stage with the cell's error kind (or was WRONG where the cell was).",
+        "",
+        tabulate([[f"`{c.cell.cell.id}`", _recorded(c.cell)[:160].replace("|", "\\|"),
+                   (f"{c.verdict.verdict} @{c.verdict.stage}: {c.verdict.error_type or ''} {c.verdict.message}" if c.verdict else "")[:160].replace("|", "\\|"),
+                   c.agreement, f"{c.seconds:.1f}"] for c in checked],
+                 headers=["cell", "recorded", "reproducer", "agreement", "s"], tablefmt="github"),
+        "",
+    ]
+    results_file.write_atomic(os.path.join(out, "REPRO.md"), "\n".join(lines))
+    print("\n".join(lines[:4]))
+    return 0 if all(c.agreement == "reproduced" for c in checked) else 1
+
+
+def _version(module: str) -> str:
+    return str(getattr(sys.modules.get(module) or __import__(module), "__version__", "?"))
