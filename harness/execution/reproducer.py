@@ -15,7 +15,6 @@ Its last line says what happened, in one form a program can read (`outcome_of` p
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import inspect
 import os
 import re
@@ -34,7 +33,7 @@ from harness.model.errors import UsageError
 from harness.model.rows import Examples, Kind, Row
 
 # The line a reproducer ends with, and what a program reads from it.
-LAST_LINE = re.compile(r"^(?P<verdict>FAILED|WRONG|PASSED) @?(?P<stage>\w*):? ?(?P<rest>.*)$")
+LAST_LINE = re.compile(r"^(?P<verdict>FAILED|WRONG|PASSED)(?: @(?P<stage>\w+))?: (?P<rest>.*)$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,8 +99,8 @@ def _import_lines(module: ModuleType) -> list[str]:
     name = module.__name__
     path = getattr(module, "__file__", None)
     lines = []
-    if path and importlib.util.find_spec(name.split(".")[0]) is None or name == "__main__":
-        raise UsageError(f"module {name!r} cannot be imported by name")
+    if name == "__main__":
+        raise UsageError("a case defined in the script being run cannot be imported by name: put it in a module")
     if path:
         root = os.path.dirname(os.path.abspath(path))
         for _ in name.split(".")[1:]:
@@ -262,10 +261,12 @@ class _Source:
         self.sections.append(text.strip("\n"))
 
 
-def write(cell: Cell, case: Case, example_text: str | None, recorded: str, environment: str, device: str) -> str:
+def write(cell: Cell, case: Case, example_text: str | None, recorded: str, environment: str, device: str,
+          interpreter: bool = False) -> str:
     """The reproducer's source for `cell` of `case`. `example_text`: the smallest failing example the result
     recorded (None: the example the row traces with); `recorded`: the outcome and error the chart recorded;
-    `environment`: the versions and device it was recorded on; `device`: the device to run on ("cuda")."""
+    `environment`: the versions and device it was recorded on; `device`: the device to run on ("cuda");
+    `interpreter`: run the kernels in Triton's CPU interpreter, as a run without a GPU does."""
     row, style = cell.row, cell.wrapping
     module = _module_of(case)
     names = _Names(case, module)
@@ -287,8 +288,13 @@ Written by `python -m harness repro {cell.id}`.
 """''')
     body = _Body(case, names, style, row, device, source)
     body.write(traced, example)
+    interpret = ""
+    if interpreter:  # Triton chooses its interpreter when it is imported: before that
+        source.imports.add("os")
+        interpret = 'os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton\'s CPU interpreter, as recorded\n\n'
     imports = "\n".join(f"import {m}" for m in sorted(source.imports))
-    sections = source.sections[:1] + [imports + "\n\nimport torch\nimport triton\n\n" + "\n".join(_import_lines(module))] + source.sections[1:]
+    head = imports + "\n\n" + interpret + "import torch\nimport triton\n\n" + "\n".join(_import_lines(module))
+    sections = source.sections[:1] + [head] + source.sections[1:]
     return "\n\n\n".join(sections) + "\n"
 
 

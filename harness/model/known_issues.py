@@ -129,8 +129,6 @@ def _stages(*names: str) -> frozenset[Stage]:
     return frozenset(Stage(name) for name in names)
 
 
-_EXPORT_ROWS = frozenset({"export_strict", "export_nonstrict", "aoti_strict", "aoti_nonstrict", "aoti_cpp_strict",
-                          "aoti_cpp_nonstrict", "aoti_fresh_nonstrict"})
 _NONSTRICT_ROWS = frozenset({"export_nonstrict", "aoti_nonstrict", "aoti_cpp_nonstrict", "aoti_fresh_nonstrict"})
 _RAW = frozenset({Wrapping.RAW, Wrapping.RAW_AUTOGRAD})
 _CHECKED = "2026-11-24"

@@ -65,12 +65,8 @@ def source(cell_id: str, results: Results | None, specs: list[str], device: str 
     interpreter = fingerprint.mode == INTERPRETER if fingerprint is not None else os.environ.get("TRITON_INTERPRET") == "1"
     if device is None:
         device = "cpu" if interpreter else "cuda"
-    text = reproducer.write(cell, case, result.example if result else None, _recorded(result), _environment(fingerprint), device)
-    if interpreter:  # Triton's interpreter is chosen when triton is imported: before it
-        text = text.replace("\nimport torch\n", '\nos.environ.setdefault("TRITON_INTERPRET", "1")  # Triton\'s CPU interpreter, as recorded\n\nimport torch\n', 1)
-        if "\nimport os\n" not in text:
-            text = text.replace("\nimport sys\n", "\nimport os\nimport sys\n", 1)
-    return text
+    return reproducer.write(cell, case, result.example if result else None, _recorded(result), _environment(fingerprint), device,
+                            interpreter)
 
 
 @dataclass

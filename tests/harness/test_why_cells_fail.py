@@ -501,6 +501,15 @@ def test_a_reproducer_of_a_raw_kernel_trained_eagerly_loses_the_gradient_as_the_
     assert "is missing (None) where the reference has one" in got.message
 
 
+def test_a_reproducer_that_passes_where_the_chart_recorded_a_failure_is_named_the_harnesss_artifact(run_planted, tmp_path):
+    result = run_planted("planted_ok", wrapping="raw", row="eager")
+    assert result.outcome is Outcome.PASS, (result.outcome, result.message)
+    got, output, path = reproduce_cell(result, [PLANTED], tmp_path)
+    assert (got.verdict, got.stage) == ("PASSED", None), output[-4000:]
+    recorded_failure = dataclasses.replace(result, outcome=Outcome.FAIL, stage=Stage.RUN, error_type="RuntimeError", message="boom")
+    assert reproduce.Checked(recorded_failure, path, got, 0.0, output).agreement.startswith("PASSED where the cell failed")
+
+
 def test_a_reproducer_of_a_built_in_raw_cell_fails_non_strict_export_on_the_data_pointer_as_the_cell_did(run_planted, builtin_runner, tmp_path):
     result = run_planted("add", wrapping="raw", row="export_nonstrict", runner=builtin_runner)
     assert judged_cell(result, RUN).known_issue == "pytorch/pytorch#146066"
