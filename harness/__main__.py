@@ -24,6 +24,9 @@ cell alone (torch, triton and the case's module only); `python -m harness repro 
 and runs the reproducer of every failing cell of a run and compares each with what the run recorded (exit 1 where one
 does not reproduce its cell).
 
+`python -m harness profile DIR [--out FILE]` sums the cProfile statistics a `pytest --matrix --profile-dir DIR` run
+left: each row's time by the part of PyTorch, Triton or the harness it went to, and the functions that took most.
+
 `python -m harness run [PYTEST ARGS ...]` (installed: `triton-compat-matrix run`) runs the matrix: it is
 `pytest --matrix`, from any folder.
 
@@ -81,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     rpr.add_argument("-k", dest="match", help="with --check: only the cells whose id this regular expression finds")
     rpr.add_argument("-n", dest="jobs", type=int, default=1, help="with --check: reproducers run at once (default 1)")
     rpr.add_argument("--timeout", type=float, default=600.0, help="with --check: seconds a reproducer may run (default 600)")
+    pro = commands.add_parser("profile", help="where the cells of a --profile-dir run spent their time, by row and part of the stack")
+    pro.add_argument("dir", help="the folder given to --profile-dir")
+    pro.add_argument("--out", help="also write the tables here")
     cas = commands.add_parser("cases", help="print the cases as a table: what each tests, the inputs it draws")
     cas.add_argument("--cases", action="append", help="case modules or files, as for pytest --cases (default: the built-ins)")
     args, pytest_args = parser.parse_known_args(argv)
@@ -94,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         return _cases(args.cases)
     if args.command == "repro":
         return _repro(args, parser)
+    if args.command == "profile":
+        return _profile(args.dir, args.out)
     if args.command == "repeat":
         from harness.tools import repeat  # here, not at the top: report, diff and history run where only tabulate is installed
 
@@ -173,6 +181,19 @@ def _repro(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"wrote {args.out}: run it with `python {args.out}`")
     else:
         print(text, end="")
+    return 0
+
+
+def _profile(directory: str, out: str | None) -> int:
+    from harness.tools import profile  # here, not at the top: like bench, a tool of its own
+
+    if not os.path.isdir(directory):
+        print(f"error: {directory} is not a folder (the one given to pytest --matrix --profile-dir)", file=sys.stderr)
+        return 2
+    text = profile.summarize(directory)
+    print(text, end="")
+    if out:
+        results_file.write_atomic(out, text)
     return 0
 
 

@@ -410,7 +410,10 @@ def main(case_modules: list[str]) -> None:
 
     import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
-    from harness.execution.execute import Execution  # the child's side only, as torch above
+    from harness.execution import autotune_timing, profiling  # the child's side only, as torch above
+
+    autotune_timing.install()  # before the case modules: one that binds Triton's benchmarker binds the capped one
+    from harness.execution.execute import Execution
 
     cases = registry.load(case_modules).cases  # the plugin reports the problems
     from harness.environment.probe import broken_dtypes  # the child's side only, as torch above
@@ -441,7 +444,9 @@ def main(case_modules: list[str]) -> None:
         else:
             before = _memory_before(device)
             announce = lambda stage: send({"event": "stage", "stage": stage.value})  # noqa: E731
-            result = Execution(cell, case, settings, device, announce=announce, broken_dtypes=broken).run()
+            os.environ[profiling.CELL_ENV] = cell.id  # the processes the cell starts profile themselves under its name
+            with profiling.profiled("runner"):
+                result = Execution(cell, case, settings, device, announce=announce, broken_dtypes=broken).run()
             result.memory = _memory_after(device, before)
         send({"event": "result", "result": result.to_json()})
         if not _health_check(device):

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 import torch
 import torch._dynamo.exc as dynamo_exc
 import torch._inductor.exc as inductor_exc
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from torch._dynamo.utils import counters
 
@@ -35,6 +35,7 @@ from harness.execution import training as train
 from harness.execution import warm_cache
 from harness.execution import wrapping as wrappings
 from harness.execution.blame import LauncherRaised, case_files, extern_calls, raised_by_case_code, shown
+from harness.execution.helper_process import forked_cpu_seconds
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
 from harness.model.cell import Cell
@@ -175,6 +176,13 @@ class _Raised:
 # One plain eager call of each launcher a runner process tests, by (case, the callable's column, dtype, device):
 # what it raised in the case's own code, or None where it ran or raised something the cells must measure.
 _plain_eager: dict[tuple[str, str, str, str], _Raised | None] = {}
+
+
+# Hypothesis's phases a cell runs: all but `explain`, which, once an example has failed, traces every line of
+# every later example (sys.settrace or sys.monitoring) to say which lines the failures covered. The cell records
+# its own smallest failing example and error; under the trace, Dynamo, Inductor and Triton ran several times
+# slower in every failing cell's shrinking. Which examples are drawn and how they shrink does not depend on it.
+CHECKED_PHASES = tuple(phase for phase in Phase if phase.name != "explain")
 
 
 class Execution:
@@ -635,6 +643,7 @@ class Execution:
             suppress_health_check=list(HealthCheck),
             report_multiple_bugs=False,
             print_blob=False,
+            phases=CHECKED_PHASES,
         )
         @given(ex=examples(case, self.cell.row, config.checked_batch_max))
         def check(ex: Example) -> None:
@@ -710,9 +719,9 @@ def _captured_warnings(result: CellResult) -> Iterator[None]:
 
 def _cpu_seconds() -> float:
     """CPU time of this process and of the child processes it has waited for (a C++ build, a new Python
-    process): what a cell costs the machine's cores, where its wall time may be waiting."""
+    process, forked by the zygote or not): what a cell costs the machine's cores, where its wall time may be waiting."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + forked_cpu_seconds()
 
 
 @contextlib.contextmanager

@@ -49,6 +49,7 @@ from torch._inductor.graph import GraphLowering
 
 from harness.authoring import registry
 from harness.authoring.case import Case, kernel_function, kernel_name
+from harness.execution import autotune_timing, profiling
 from harness.execution import wrapping as wrappings
 from harness.execution.helper_process import HelperProcess
 from harness.execution.wrapping import run_as_module
@@ -474,6 +475,7 @@ def _serve(request: dict[str, Any], built: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> int:
     """The new process: a request's path a line on stdin; its answer in the request's answer file, then "done"."""
+    autotune_timing.install()  # as the cell's own process times (before the case's module is imported)
     built: dict[str, Any] = {}
     # What torch, Triton or the case print goes to stderr: stdout carries only the answers.
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
@@ -482,7 +484,8 @@ def main() -> int:
         with open(line.strip()) as f:
             request = json.load(f)
         try:
-            answer = _serve(request, built)
+            with profiling.profiled("new-process"):
+                answer = _serve(request, built)
         except Exception as exc:  # noqa: BLE001 - what compiling and running the edited style meets is the cell's finding
             answer = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
         with open(request["answer"], "w") as f:

@@ -136,7 +136,7 @@ class Rerun(Record):
 class Fingerprint(Record):
     NESTED: ClassVar[dict[str, type[Record]]] = {"gpu": Gpu, "compiler": Compiler, "hypothesis": ProfileUsed, "git": GitCommit,
                                                  "shard": ShardPart, "shards": ShardsMerged, "reruns": Rerun}
-    OMITTED_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ("vec_isa", "runner_threads", "shard", "shards", "reruns")
+    OMITTED_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ("vec_isa", "runner_threads", "autotune_timing", "shard", "shards", "reruns")
 
     mode: str | None = None  # "gpu" or INTERPRETER
     torch: str | None = None
@@ -156,6 +156,9 @@ class Fingerprint(Record):
     time: str | None = None
     vec_isa: dict[str, Any] | None = None  # what Inductor's CPU vector-ISA probe found (harness.environment.vec_isa)
     runner_threads: int | None = None  # CPU threads each runner's torch used (None: torch's default, one per core)
+    # How autotuners timed their configs in the cells (harness.execution.autotune_timing.DESCRIBED); None: in full,
+    # as every run did before the budget
+    autotune_timing: str | None = None
     shard: ShardPart | None = None
     shards: ShardsMerged | None = None
     reruns: list[Rerun] = field(default_factory=list)

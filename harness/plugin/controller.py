@@ -17,6 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 from harness.environment import machine, vec_isa
+from harness.execution import autotune_timing
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import ResultsError
@@ -241,6 +242,7 @@ class MatrixController:
                                           caches=f"reused from {os.path.abspath(cache_dir)}" if cache_dir else "fresh")
         fingerprint.vec_isa = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))
         fingerprint.runner_threads = runner_threads(fingerprint.workers or 1)
+        fingerprint.autotune_timing = autotune_timing.DESCRIBED[autotune_timing.chosen(self.config.getoption("perf"))]
         part = shard_of(self.config)
         if part is not None:  # `harness report` checks that the parts it merges are all of them
             timings = self.config.getoption("shard_timings")

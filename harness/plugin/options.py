@@ -17,7 +17,7 @@ PARTIAL = "partial"  # where a run of part of the matrix writes, under the defau
 
 # The options that only mean something to the matrix, with the value that says "not given".
 MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": 0,
-                   "cache_dir": None, "runner_logs": None, "perf": False, "baseline": None, "accept": False, "shard": None,
+                   "cache_dir": None, "runner_logs": None, "profile_dir": None, "perf": False, "baseline": None, "accept": False, "shard": None,
                    "shard_timings": None, "cells_must_pass": False}
 _LOADED = pytest.StashKey[registry.Loaded]()
 
@@ -41,6 +41,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--cache-dir", default=None, metavar="DIR",
                     help="reuse the Inductor and Triton compile caches in DIR, kept between runs "
                          "(default: fresh caches for every run, so an old cache cannot hide a compile failure)")
+    group.addoption("--profile-dir", default=None, metavar="DIR",
+                    help="profile every cell's processes with cProfile into DIR; `python -m harness profile DIR` says where the "
+                         "time went (slows the run: time the matrix without it)")
     group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR (runner-WORKER-N.log)")
     group.addoption("--perf", action="store_true",
                     help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "

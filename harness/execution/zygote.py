@@ -1,0 +1,152 @@
+"""New Python processes forked from a zygote: the interpreter's start and torch's import paid once a runner.
+
+The warm-cache row's new process and the fresh-process row's serving process each stand for a process that has
+never compiled anything, never imported the case and never touched the GPU. Started with `python`, each paid the
+interpreter's start and torch's import again, 5-12 s under the matrix's load, in every cell of those rows. A zygote
+pays it once: a process run as a script by its path (so it imports nothing of the harness), which imports torch
+and triton, never initializes CUDA, never compiles, and forks a child for each request. The child is such a new
+process: its own session, the caller's pipes as stdin and stdout, its log as stderr, the caller's environment,
+working directory and import path, and then the module or script asked for, run as `python -m` or `python
+SCRIPT` runs it (runpy). The zygote reaps each child and writes its exit status and CPU time to a file the
+caller named, since the caller is not the child's parent. Where the zygote cannot serve (it died, or fork is
+refused), the caller starts the process with subprocess, as before.
+
+    python zygote.py SOCKET_FD     (harness.execution.helper_process starts it; one a runner process)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+
+# Torch's own modules a child imports anyway (the warm-cache process compiles; the serving process loads a package
+# with Inductor's loader), none of which registers an operator of the case or touches the GPU.
+PRELOADED = ("torch", "triton", "torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.package", "torch.export")
+
+
+def _cuda_driver_loaded() -> bool:
+    """Whether this process has loaded the CUDA driver, which a forked child cannot use (torch's own import does not)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return "libcuda.so" in f.read()
+    except OSError:
+        return False
+
+
+def _reap(children: dict[int, str]) -> None:
+    """Every child that ended: its status written (whole or absent) where its caller looks."""
+    while children:
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        path = children.pop(pid, None)
+        if path is not None:
+            with open(path + ".part", "w") as f:
+                f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime}")
+            os.replace(path + ".part", path)
+
+
+def _child(request: dict, fds: list[int], sock: socket.socket, base_path: list[str]) -> None:
+    """In the forked child: become the new process the request asks for; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        sock.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        stdin, stdout = fds
+        stderr = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
+            os.dup2(fd, target)
+            os.close(fd)
+        sys.stdin = os.fdopen(0, "r", closefd=False)
+        sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+        sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        if os.environ.get("PYTHONFAULTHANDLER"):
+            import faulthandler
+
+            faulthandler.enable(file=sys.stderr)
+        pythonpath = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        import runpy
+
+        if request.get("module"):
+            sys.argv = ["-m", *request["args"]]
+            sys.path[:] = [request["cwd"], *pythonpath, *base_path]
+            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [request["script"], *request["args"]]
+            sys.path[:] = [os.path.dirname(os.path.abspath(request["script"])), *pythonpath, *base_path]
+            runpy.run_path(request["script"], run_name="__main__")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - what the child raises ends it, as it would end `python -m`
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - a closed pipe: the caller has gone
+                pass
+        os._exit(code)
+
+
+def main(fd: int) -> int:
+    sock = socket.socket(fileno=fd)
+    # The interpreter put this script's folder first on the path: not for torch's import to find modules in. The
+    # rest, less the PYTHONPATH a child brings its own of, is the installation's.
+    del sys.path[0]
+    ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    base_path = [p for p in sys.path if p not in ours]
+    import importlib
+
+    for module in PRELOADED:  # the imports every child would pay
+        importlib.import_module(module)
+    if _cuda_driver_loaded():  # a child could not use the GPU: let the caller start its processes itself
+        print("zygote: the CUDA driver was loaded by the imports; not serving", file=sys.stderr, flush=True)
+        return 1
+    print(f"zygote: {', '.join(PRELOADED)} imported", file=sys.stderr, flush=True)
+
+    children: dict[int, str] = {}
+    signal.signal(signal.SIGCHLD, lambda signum, frame: _reap(children))
+    sock.sendall(b"ready\n")
+    while True:
+        try:
+            message, fds, _flags, _address = socket.recv_fds(sock, 1 << 20, 2)
+        except OSError:
+            return 0
+        if not message:
+            return 0
+        request = json.loads(message)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # the child's pid is known before it is reaped
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            pid, answer = -1, f"error {exc}"
+        if pid == 0:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+            _child(request, fds, sock, base_path)
+        if pid > 0:
+            children[pid] = request["status"]
+            answer = str(pid)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        for child_fd in fds:
+            os.close(child_fd)
+        sock.sendall(answer.encode())
+        _reap(children)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(int(sys.argv[1])))

@@ -1,0 +1,111 @@
+"""Where the matrix's time goes, and the work cut that changes nothing a cell measures: the autotuners' timing
+budget, new processes forked from a zygote, the sampling profile."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from harness.execution.helper_process import HelperProcess, _Forked, forked_cpu_seconds
+from tests.harness.test_pytest_matrix import ROOT, run_matrix
+
+CAPPED = textwrap.dedent("""
+    import json, triton.testing
+    calls = []
+    def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
+        calls.append([warmup, rep, quantiles])
+        return 0.0
+    triton.testing.do_bench = do_bench
+    from harness.execution import autotune_timing
+    autotune_timing.install()
+    bench = triton.testing.do_bench
+    bench(None, quantiles=(0.5, 0.2, 0.8))  # as Triton's autotuner calls it
+    bench(None, 50, 200)
+    bench(None, rep=0.5)
+    print(json.dumps(calls))
+""")
+
+
+@pytest.mark.parametrize("timing, expected", [
+    ("budget", [[1, 1, [0.5, 0.2, 0.8]], [1, 1, None], [1, 0.5, None]]),
+    ("full", [[25, 100, [0.5, 0.2, 0.8]], [50, 200, None], [25, 0.5, None]]),
+])
+def test_cells_time_autotuning_configs_within_the_budget_and_perf_times_them_in_full(timing, expected):
+    env = {**os.environ, "TCM_AUTOTUNE_TIMING": timing}
+    proc = subprocess.run([sys.executable, "-c", CAPPED], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    calls = json.loads(proc.stdout.splitlines()[-1])
+    assert [[w, r, q if q is None else list(q)] for w, r, q in calls] == expected
+
+
+class Died(Exception):
+    pass
+
+
+ECHO = textwrap.dedent("""
+    import os, sys
+    print("ready", os.environ.get("TCM_TEST_MARK"), sys.argv[1:], os.getcwd(), sys.path[0] == os.path.dirname(os.path.abspath(__file__)),
+          "harness" in sys.modules, os.getsid(0) == os.getpid(), flush=True)
+    for line in sys.stdin:
+        print("got", line.strip(), flush=True)
+        if line.strip() == "abort":
+            print("aborting now", file=sys.stderr, flush=True)
+            os.abort()
+        if line.strip() == "spin":
+            end = __import__("time").process_time() + 0.3
+            while __import__("time").process_time() < end:
+                pass
+""")
+
+
+def test_a_python_helper_process_is_forked_from_the_zygote_as_a_new_process_with_the_callers_environment(tmp_path):
+    script = tmp_path / "echo.py"
+    script.write_text(ECHO)
+    first = HelperProcess([sys.executable, str(script), "a"], str(tmp_path), "echo-", "the echo", Died,
+                          env={**os.environ, "TCM_TEST_MARK": "one"})
+    assert isinstance(first.proc, _Forked)
+    assert first.answer(120) == f"ready one ['a'] {os.getcwd()} True False True"
+    started = time.perf_counter()
+    second = HelperProcess([sys.executable, str(script), "b"], str(tmp_path), "echo-", "the echo", Died,
+                           env={**os.environ, "TCM_TEST_MARK": "two"})
+    assert second.answer(60) == f"ready two ['b'] {os.getcwd()} True False True"
+    assert time.perf_counter() - started < 5  # torch was imported once, by the zygote
+    # Its CPU time counts where a subprocess's would (the cell's CPU figure), once it has ended.
+    cpu = forked_cpu_seconds()
+    second.send("spin")
+    assert second.answer(30) == "got spin"
+    second.close()
+    assert second.proc.returncode == 0
+    assert forked_cpu_seconds() - cpu >= 0.25
+    # A death is told as a subprocess's is: the signal, and its stderr's last line.
+    first.send("abort")
+    assert first.answer(30) == "got abort"
+    with pytest.raises(Died, match=r"the echo died \(signal SIGABRT\): aborting now"):
+        first.answer(30)
+
+
+def test_a_command_that_is_not_a_python_module_or_script_is_started_with_subprocess(tmp_path):
+    helper = HelperProcess(["cat"], str(tmp_path), "cat-", "cat", Died)
+    assert isinstance(helper.proc, subprocess.Popen)
+    helper.send("line")
+    assert helper.answer(10) == "line"
+    helper.close()
+
+
+def test_a_profiled_run_says_where_each_rows_time_went(tmp_path):
+    samples = tmp_path / "samples"
+    proc, results, _ = run_matrix(tmp_path, "test_cell[planted_ok-control-compile_default] or test_cell[planted_ok-raw-eager]",
+                                  workers=1, extra=[f"--profile-dir={samples}"])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    files = sorted(p.name for p in samples.iterdir())
+    assert [f.split(".")[:2] for f in files] == [["planted_ok-control-compile_default", "runner"], ["planted_ok-raw-eager", "runner"]]
+    record = json.loads((samples / files[0]).read_text())
+    assert record["seconds"] > 0 and sum(record["parts"].values()) == pytest.approx(record["seconds"])
+    assert record["parts"].get("Dynamo", 0) + record["parts"].get("Inductor (lowering, code generation, loading)", 0) > 0
+    shown = subprocess.run([sys.executable, "-m", "harness", "profile", str(samples)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert "| compile_default | 1 |" in shown.stdout and "| eager | 1 |" in shown.stdout
