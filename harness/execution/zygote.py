@@ -22,9 +22,10 @@ import signal
 import socket
 import sys
 
-# Torch's own modules a child imports anyway (the warm-cache process compiles; the serving process loads a package
-# with Inductor's loader), none of which registers an operator of the case or touches the GPU.
-PRELOADED = ("torch", "triton", "torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.package", "torch.export")
+# What a child imports anyway: torch and triton. Preloading Dynamo's and Inductor's modules too was measured on the
+# GPU runner: the warm-cache row's processes then took longer to start (1267 s against 958 s over its 105 cells;
+# why was not found), so they are left to the child.
+PRELOADED = ("torch", "triton")
 
 
 def _cuda_driver_loaded() -> bool:
