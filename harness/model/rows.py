@@ -101,10 +101,6 @@ class RowSpec:
     outputs: tuple[str, ...] = ()  # names of what the row's program returns, where it is not the case's outputs
     replays: int = 0  # after the first call, calls on new values written into the same input buffers, each checked
     needs_cuda: str | None = None  # why the row means nothing without a CUDA device (it is skipped there), else None
-    # The row whose AOTInductor package this row's cells take where both export the same program (Cell.package_key):
-    # the scheduler starts this row's cells after that row's, so that they take the package built rather than wait
-    # while another cell builds it (harness.plugin.scheduling).
-    takes_package_of: str | None = None
 
     def __post_init__(self) -> None:
         """A row must hold every fact its kind needs: a mistake here is caught when the table is read."""
@@ -119,8 +115,6 @@ class RowSpec:
             ("export strictness (strict=True or False)",
              self.kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH) and self.strict is None),
             ("where it applies", not callable(self.applies)),
-            ("an AOTInductor kind, to take another row's package",
-             self.takes_package_of is not None and self.kind not in (Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH)),
         ) if missing]
         if problems:
             raise TypeError(f"row {self.name!r} lacks {', '.join(problems)}")
@@ -169,14 +163,14 @@ class Row(str, enum.Enum):
     AOTI_STRICT = RowSpec("aoti_strict", Kind.AOTI, "AOTInductor (from strict export)", **_AOTI, timed=True,
                       examples=Examples.BATCH, strict=True)
     AOTI_NONSTRICT = RowSpec("aoti_nonstrict", Kind.AOTI, "AOTInductor (from non-strict export)", **_AOTI, timed=True,
-                         examples=Examples.BATCH, strict=False, takes_package_of="aoti_strict")
+                         examples=Examples.BATCH, strict=False)
     AOTI_CPP_STRICT = RowSpec("aoti_cpp_strict", Kind.AOTI_CPP, "AOTInductor run from C++, no Python (strict export)", **_AOTI_CPP,
-                          timed=False, examples=Examples.BATCH, strict=True, takes_package_of="aoti_strict")
+                          timed=False, examples=Examples.BATCH, strict=True)
     AOTI_CPP_NONSTRICT = RowSpec("aoti_cpp_nonstrict", Kind.AOTI_CPP, "AOTInductor run from C++, no Python (non-strict export)",
-                             **_AOTI_CPP, timed=False, examples=Examples.BATCH, strict=False, takes_package_of="aoti_nonstrict")
+                             **_AOTI_CPP, timed=False, examples=Examples.BATCH, strict=False)
     AOTI_FRESH_NONSTRICT = RowSpec("aoti_fresh_nonstrict", Kind.AOTI_FRESH,
                                "AOTInductor run in a fresh Python process that never imported the case (non-strict export)",
-                               **_AOTI_FRESH, timed=False, examples=Examples.BATCH, strict=False, takes_package_of="aoti_nonstrict")
+                               **_AOTI_FRESH, timed=False, examples=Examples.BATCH, strict=False)
     # The paths production uses beyond the tutorial's.
     COMPILE_CUDAGRAPHS = RowSpec("compile_cudagraphs", Kind.COMPILE, 'torch.compile(mode="reduce-overhead"), CUDA graphs', **_COMPILE,
                              timed=True, examples=Examples.DRAWN, compile_options=_options(mode="reduce-overhead"), replays=3,
@@ -205,24 +199,6 @@ class Row(str, enum.Enum):
                        examples=Examples.DRAWN, device="cpu", applies=_falls_back)
     TENSOR_SUBCLASS = RowSpec("tensor_subclass", Kind.SUBSYSTEM, "tensor subclass (TwoTensor)", **_SUBSYSTEM, timed=False,
                           examples=Examples.DRAWN, outputs=("the result's .a", "the result's .b"))
-
-
-def package_wave(row: Row) -> int:
-    """How many rows' packages stand before this row's cells (RowSpec.takes_package_of): 0 for a row that builds
-    its own, 1 for one that takes a wave-0 row's, and so on."""
-    wave, seen = 0, {row}
-    while row.spec.takes_package_of is not None:
-        row = Row(row.spec.takes_package_of)
-        if row in seen:
-            raise TypeError(f"rows take each other's packages in a circle: {', '.join(sorted(r.value for r in seen))}")
-        seen.add(row)
-        wave += 1
-    return wave
-
-
-for _row in Row:  # a row that names another's package names a row that builds one, with no circle
-    package_wave(_row)
-del _row
 
 
 def parse_timeouts(values: list[str]) -> dict[str, float]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import pytest
@@ -11,55 +10,36 @@ from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import ResultsError
 from harness.model.results import load
-from harness.model.rows import Row, package_wave
+from harness.model.rows import Row
 from harness.plugin import estimate, shard
 from harness.plugin.options import loaded, profile_name, requested
 
+# Seconds-like units, as a row's cost: the autotuner's cost per config it times, over a cell's examples.
+AUTOTUNE_COST_PER_CONFIG = 20.0
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The order the workers take the cells in (a stable sort, the same on every worker): costliest first, so that
-    the last cells to start are short, in the waves and the interleaving `order_key` says."""
+    """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short."""
     if not requested(config):
         return
     cases = loaded(config).cases
-    expected = expected_costs(config)
-    cells = [cell if (cell := cell_of(item)) is not None and cell.case in cases else None for item in items]
-    keys = order_keys(cells, expected)
-    order = sorted(range(len(items)), key=lambda n: keys[n])
-    items[:] = [items[n] for n in order]
-
-
-def order_keys(cells: list[Cell | None], expected: Callable[[Cell], float]) -> list[tuple[int, int, int, int, bool]]:
-    """Each cell's place in the run (None: not a cell of the loaded cases, last).
-
-    - Package waves first (rows.package_wave): a row that takes another row's AOTInductor package starts after
-      every cell of that row has started, so it takes the package, where side by side it would wait while
-      another cell built it (a worker idle: a fifth of the matrix's time went to such waits). Its cells are then
-      cheap, a short tail.
-    - Then costliest first, by the power of two of the cell's expected seconds: rows of about one cost take turns
-      cell by cell rather than a row at a time, so that the first cells do not all wait on one build (the C++
-      wrapper's precompiled header, which the first cell of that kind makes and the others wait for).
-    - In a row, a case's control before its styles: a cell that fails where its control failed is shown as ENV.
-    """
     rows = list(Row)
-    cases = {cell.case: None for cell in cells if cell is not None}  # in the order they came
-    case_rank = {case: n for n, case in enumerate(cases)}
-    # Each cell's turn in its row: case by case, the control first.
-    in_row = sorted((n for n, cell in enumerate(cells) if cell is not None),
-                    key=lambda n: (cells[n].row, case_rank[cells[n].case], cells[n].wrapping is not Wrapping.CONTROL, n))  # type: ignore[union-attr]
-    turn: dict[int, int] = {}
-    taken: dict[Row, int] = {}
-    for n in in_row:
-        row = cells[n].row  # type: ignore[union-attr]
-        turn[n] = taken[row] = taken.get(row, -1) + 1
-    keys = []
-    for n, cell in enumerate(cells):
-        if cell is None:
-            keys.append((1 << 20, 0, 0, 0, False))
-            continue
-        keys.append((package_wave(cell.row), -math.floor(math.log2(max(expected(cell), 1 / 64))), turn[n],
-                     rows.index(cell.row), cell.wrapping is not Wrapping.CONTROL))
-    return keys
+
+    expected = expected_costs(config)
+
+    def cost(item: pytest.Item) -> tuple[float, int, bool]:
+        cell = cell_of(item)
+        if cell is None or cell.case not in cases:
+            return 0.0, 0, False
+        # The row's measured cost, plus the autotuning its case's kernels redo for each new input size. Among
+        # cells of one cost, row by row: the AOTInductor rows that run one package (Python, C++ and fresh-process
+        # runtimes; strict and non-strict export when they give the same program) then start a row apart, the
+        # package built by the first while the others are still queued, not side by side with one waiting.
+        # In a row, the controls first: a cell that fails where its control failed is shown as ENV.
+        return (-(expected(cell) + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.row),
+                cell.wrapping is not Wrapping.CONTROL)
+
+    items.sort(key=cost)
 
 
 class MatrixShard:

@@ -45,8 +45,9 @@ def _environment_lines(results: Results) -> list[str]:
         f"{fp.time}, {fp.workers} workers"
         f"{f' (CPU threads per runner: {t})' if (t := fp.runner_threads) else ''}, wall time {results.wall_time_s or 0:.0f} s",
         f"- command: `{_shortened(str(fp.command))}`; compile caches: {fp.caches or 'fresh'}",
-        f"- autotuning in the cells: {fp.autotune_timing or 'full: Triton benchmarker with its own warm-up and repetitions (not recorded)'}",
     ]
+    if fp.autotune_timing:  # recorded since the timing budget; runs before it timed in full
+        lines.append(f"- autotuning in the cells: {fp.autotune_timing}")
     for rerun in fp.reruns:
         lines.append(f"- {len(rerun.cells)} cells re-run on commit {str(rerun.commit)[:12]}, {rerun.time} "
                      f"(`{_shortened(str(rerun.command))}`), their results replacing the earlier run's: "

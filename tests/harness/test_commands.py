@@ -177,6 +177,7 @@ CHECKS: dict[str, Check] = {
     "old/bin/triton-compat-matrix run -n auto --report-dir=reports/old": collect(why="old/bin/ is the venv made above: this environment"),
     "new/bin/triton-compat-matrix run -n auto --report-dir=reports/new": collect(why="new/bin/ is the venv made above: this environment"),
     'pytest --matrix -p no:xdist --perf -k "eager or compile or export or aoti" --report-dir=reports/perf': collect(),
+    "pytest --matrix --profile-dir DIR": collect(),
     "pytest -n auto tests/harness": collect(root=True),
     "timeout -s INT -k 5m 60m triton-compat-matrix run -n auto --cases=tests/triton_cases.py --shard-timings=reports/gpu/results.json "
     "--shard=$k/4 --report-dir=reports/shard-$k-of-4": collect(
@@ -236,6 +237,12 @@ CHECKS: dict[str, Check] = {
     "python -m harness repeat": helped(),
     "python -m harness bench": helped(),
     "python -m harness repro": helped(),
+    "python -m harness profile DIR": helped(),
+    "python -m harness profile DIR [--out FILE]": helped(),
+    "python zygote.py SOCKET_FD (harness.execution.helper_process starts it; one a runner process)":
+        fragment("the zygote's usage line: a runner starts it with a socket; test_time_spent forks helpers from it"),
+    "python -m MODULE": fragment("the kind of command a helper process forked from the zygote stands for; test_time_spent"),
+    "python SCRIPT.py": fragment("the kind of command a helper process forked from the zygote stands for; test_time_spent"),
     "python -m harness repro CELL [--results FILE] [--out FILE] [--cases SPEC]": helped(),
     "python -m harness repro --check RESULTS.json --out DIR": helped(),
     "python -m harness repro CELL --results results.json": helped(),
