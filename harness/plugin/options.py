@@ -42,8 +42,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="reuse the Inductor and Triton compile caches in DIR, kept between runs "
                          "(default: fresh caches for every run, so an old cache cannot hide a compile failure)")
     group.addoption("--profile-dir", default=None, metavar="DIR",
-                    help="profile every cell's processes with cProfile into DIR; `python -m harness profile DIR` says where the "
-                         "time went (slows the run: time the matrix without it)")
+                    help="sample every cell's processes' stacks into DIR; `python -m harness profile DIR` says where the time went. "
+                         "Its outcomes are not a chart's (a sample holds frames, and their tensors, for a moment): time and chart "
+                         "the matrix without it")
     group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR (runner-WORKER-N.log)")
     group.addoption("--perf", action="store_true",
                     help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "
