@@ -109,3 +109,11 @@ def test_a_profiled_run_says_where_each_rows_time_went(tmp_path):
     shown = subprocess.run([sys.executable, "-m", "harness", "profile", str(samples)], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert shown.returncode == 0, shown.stderr
     assert "| compile_default | 1 |" in shown.stdout and "| eager | 1 |" in shown.stdout
+
+
+def test_a_cells_check_runs_every_hypothesis_phase_but_explain():
+    # explain traces every line of every example after a failure; the cell records its own smallest failing example.
+    proc = subprocess.run([sys.executable, "-c", "import harness.execution.execute; from hypothesis import settings; "
+                           "print(sorted(p.name for p in settings.default.phases))"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[-2] == str(sorted(["explicit", "reuse", "generate", "target", "shrink"]))
