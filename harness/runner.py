@@ -31,6 +31,7 @@ from typing import Any
 
 from harness.authoring import registry
 from harness.environment import vec_isa
+from harness.execution import autotune_timing, profiling
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
 from harness.model.outcome import CellResult, Memory, Outcome, Stage
@@ -48,11 +49,13 @@ def runner_threads(workers: int) -> int | None:
     return max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None
 
 
-def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, workers: int = 1) -> dict[str, str]:
+def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, workers: int = 1, perf: bool = False,
+               profile_dir: str | None = None) -> dict[str, str]:
     """Environment for a runner process: compile caches in `cache_dir` (the run's own fresh directory, or
     one reused on purpose), else fresh ones inside `workdir` (an old cache must never hide a compile
     failure); Triton's interpreter when there is no GPU; one GPU per pytest worker on a machine with several;
-    the CPU's cores split between the `workers` runners."""
+    the CPU's cores split between the `workers` runners; the autotuners' timing (full with `perf`); where the
+    cells' stack samples go (`profile_dir`, harness.execution.profiling)."""
     import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
     caches = cache_dir or workdir
@@ -60,7 +63,10 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, 
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, INDUCTOR_CACHE),
         "TRITON_CACHE_DIR": os.path.join(caches, "triton-cache"),
         "TORCHINDUCTOR_COMPILE_THREADS": "1",
+        autotune_timing.ENV: autotune_timing.chosen(perf),
     }
+    if profile_dir:
+        env[profiling.DIR_ENV] = os.path.abspath(profile_dir)
     threads = runner_threads(workers)
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
@@ -410,10 +416,8 @@ def main(case_modules: list[str]) -> None:
 
     import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
-    from harness.execution import autotune_timing, profiling  # the child's side only, as torch above
-
     autotune_timing.install()  # before the case modules: one that binds Triton's benchmarker binds the capped one
-    from harness.execution.execute import Execution
+    from harness.execution.execute import Execution  # the child's side only, as torch above
 
     cases = registry.load(case_modules).cases  # the plugin reports the problems
     from harness.environment.probe import broken_dtypes  # the child's side only, as torch above

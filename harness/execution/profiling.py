@@ -53,10 +53,6 @@ OTHER = "other (the harness, torch's eager ops)"
 _dumped = itertools.count()
 
 
-def enabled() -> bool:
-    return bool(os.environ.get(DIR_ENV))
-
-
 def _part(frame: object) -> tuple[str, str]:
     """(part, innermost function) of one sample of a stack."""
     codes = []

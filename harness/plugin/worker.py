@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from harness.execution import autotune_timing, profiling
 from harness.model.cell import Cell
 from harness.model.outcome import CellResult
 from harness.model.results import load
@@ -46,10 +45,8 @@ class MatrixWorker:
         if self._runner is None:
             worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
             workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
-            env = runner_env(workdir, worker, run_caches(self.config), workers=worker_count())
-            env[autotune_timing.ENV] = autotune_timing.chosen(self.config.getoption("perf"))
-            if self.config.getoption("profile_dir"):
-                env[profiling.DIR_ENV] = os.path.abspath(self.config.getoption("profile_dir"))
+            env = runner_env(workdir, worker, run_caches(self.config), workers=worker_count(), perf=self.config.getoption("perf"),
+                             profile_dir=self.config.getoption("profile_dir"))
             self._runner = Runner(case_specs(self.config), workdir, env=env,
                                   cells_per_process=self.config.getoption("cells_per_process") or None)
         return self._runner
