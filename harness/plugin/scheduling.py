@@ -1,8 +1,10 @@
-"""The order and the split of a run's cells: costliest first, and --shard's parts balanced by expected cost."""
+"""The order and the split of a run's cells: costliest first, cells that would wait for what another builds spaced
+from it, and --shard's parts balanced by expected cost."""
 
 from __future__ import annotations
 
-from typing import Callable
+import heapq
+from typing import Callable, Hashable, Sequence, TypeVar
 
 import pytest
 
@@ -10,16 +12,24 @@ from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import ResultsError
 from harness.model.results import load
-from harness.model.rows import Row
+from harness.model.rows import Kind, Row
 from harness.plugin import estimate, shard
 from harness.plugin.options import loaded, profile_name, requested
 
 # Seconds-like units, as a row's cost: the autotuner's cost per config it times, over a cell's examples.
 AUTOTUNE_COST_PER_CONFIG = 20.0
+# How far a cell starts from the first cell that builds what it would wait for (see `shared_builds`), in cells
+# dealt per worker: the first two go out to every worker at once, and the slowest such build, the AOTInductor
+# precompiled header, took about 50 s of one cell on the GPU runner (about three of the costliest cells a worker).
+SPACING_ROUNDS = 4
+
+T = TypeVar("T")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short."""
+    """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short. Where
+    workers run cells side by side, a cell that takes what another cell builds (`shared_builds`) starts
+    SPACING_ROUNDS cells a worker after the first that builds it, not beside it waiting on its lock."""
     if not requested(config):
         return
     cases = loaded(config).cases
@@ -32,14 +42,63 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if cell is None or cell.case not in cases:
             return 0.0, 0, False
         # The row's measured cost, plus the autotuning its case's kernels redo for each new input size. Among
-        # cells of one cost, row by row: the AOTInductor rows that run one package (Python, C++ and fresh-process
-        # runtimes; strict and non-strict export when they give the same program) then start a row apart, the
-        # package built by the first while the others are still queued, not side by side with one waiting.
-        # In a row, the controls first: a cell that fails where its control failed is shown as ENV.
+        # cells of one cost, row by row; in a row, the controls first: a cell that fails where its control failed
+        # is shown as ENV. Then the cells that take what another builds are spaced from it (`spaced`).
         return (-(expected(cell) + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.row),
                 cell.wrapping is not Wrapping.CONTROL)
 
     items.sort(key=cost)
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    if workers > 1:  # one process runs one cell at a time: nothing waits for another cell there
+        items[:] = spaced(items, lambda item: shared_builds(cell) if (cell := cell_of(item)) else (), SPACING_ROUNDS * workers)
+
+
+def shared_builds(cell: Cell) -> tuple[str, ...]:
+    """What the cell builds that other cells of the run take, waiting on a file lock while the first one builds it:
+    an AOTInductor package of its case and style (harness.execution.builders), and Inductor's precompiled header
+    for AOTInductor's and for the C++ wrapper's C++ (torch's own lock, one per header, not per run)."""
+    spec = cell.row.spec
+    if spec.kind in (Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
+        return f"package {cell.case}-{cell.wrapping.value}", "precompiled header aoti"
+    if (spec.compile_options or {}).get("options", {}).get("cpp_wrapper"):
+        return ("precompiled header cpp_wrapper",)
+    return ()
+
+
+def spaced(items: Sequence[T], builds: Callable[[T], tuple[Hashable, ...]], gap: int) -> list[T]:
+    """`items` in their order, but each item that shares a build with an earlier one starts at least `gap` places
+    after the first item of that build, which builds it: started beside it, it would wait for it, its worker idle.
+    The items held back keep their order, and take their places as soon as they may."""
+    first: dict[Hashable, int] = {}
+    out: list[T] = []
+    held: list[tuple[int, int, T]] = []  # (the first place it may take, its place before, the item)
+
+    def earliest(item: T) -> int:
+        return max((first[build] + gap for build in builds(item) if build in first), default=0)
+
+    def place(item: T) -> None:
+        for build in builds(item):
+            first.setdefault(build, len(out))
+        out.append(item)
+
+    def release(until: float) -> None:
+        """Place the held items whose place has come (all of them, in the order of their places, at the end)."""
+        while held and held[0][0] <= max(until, len(out)):
+            when, index, item = heapq.heappop(held)
+            now = earliest(item)  # an item held for one build may since share another's, begun after it was held
+            if now > when:
+                heapq.heappush(held, (now, index, item))
+            else:
+                place(item)
+
+    for index, item in enumerate(items):
+        release(len(out))
+        if (when := earliest(item)) > len(out):
+            heapq.heappush(held, (when, index, item))
+        else:
+            place(item)
+    release(float("inf"))
+    return out
 
 
 class MatrixShard:

@@ -114,6 +114,32 @@ def test_costliest_cells_are_scheduled_first(tmp_path):
         assert not styles or styles[0] is Wrapping.CONTROL, (row, styles)
 
 
+def test_a_cell_that_takes_what_another_builds_starts_spaced_from_the_first_that_builds_it():
+    """Started beside the cell that builds its package or precompiled header, a cell waits on the lock, its worker idle."""
+    from harness.plugin.scheduling import spaced
+
+    shares = {"a1": ("A",), "a2": ("A",), "a3": ("A",), "b1": ("B",), "b2": ("B",), "ab": ("A", "B")}
+    order = spaced(["a1", "x", "a2", "y", "z", "a3", "b1", "w", "b2"], lambda item: shares.get(item, ()), gap=3)
+    assert order == ["a1", "x", "y", "a2", "z", "a3", "b1", "w", "b2"]
+    # Held for one build, a cell that shares a second, begun meanwhile, waits for that one's gap too.
+    order = spaced(["a1", "ab", "b1", "x", "y", "z", "v"], lambda item: shares.get(item, ()), gap=3)
+    assert order == ["a1", "b1", "x", "y", "ab", "z", "v"]
+    assert order.index("ab") >= order.index("b1") + 3
+    # Nothing shared: the order stays.
+    assert spaced(list("abcdef"), lambda item: (), gap=5) == list("abcdef")
+
+
+def test_the_aoti_rows_of_a_case_and_style_share_its_package_and_the_cpp_wrapper_row_its_header():
+    from harness.plugin.scheduling import shared_builds
+
+    aoti = [Row.AOTI_STRICT, Row.AOTI_NONSTRICT, Row.AOTI_CPP_STRICT, Row.AOTI_CPP_NONSTRICT, Row.AOTI_FRESH_NONSTRICT]
+    assert {shared_builds(Cell("add", Wrapping.RAW, row)) for row in aoti} == {("package add-raw", "precompiled header aoti")}
+    assert shared_builds(Cell("add", Wrapping.TRITON_OP, Row.AOTI_STRICT))[0] == "package add-triton_op"
+    assert shared_builds(Cell("add", Wrapping.RAW, Row.COMPILE_CPP_WRAPPER)) == ("precompiled header cpp_wrapper",)
+    assert shared_builds(Cell("add", Wrapping.RAW, Row.COMPILE_DEFAULT)) == ()
+    assert shared_builds(Cell("add", Wrapping.RAW, Row.WARM_CACHE_EDIT)) == ()
+
+
 def test_a_case_counts_the_configs_its_autotuners_time():
     from harness.authoring import registry
 
