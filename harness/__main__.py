@@ -24,8 +24,8 @@ cell alone (torch, triton and the case's module only); `python -m harness repro 
 and runs the reproducer of every failing cell of a run and compares each with what the run recorded (exit 1 where one
 does not reproduce its cell).
 
-`python -m harness profile DIR [--out FILE]` sums the cProfile statistics a `pytest --matrix --profile-dir DIR` run
-left: each row's time by the part of PyTorch, Triton or the harness it went to, and the functions that took most.
+`python -m harness profile DIR [--out FILE]` sums the stack samples a `pytest --matrix --profile-dir DIR` run left:
+each row's time by the part of PyTorch, Triton or the harness it went to, and the functions that took most.
 
 `python -m harness run [PYTEST ARGS ...]` (installed: `triton-compat-matrix run`) runs the matrix: it is
 `pytest --matrix`, from any folder.

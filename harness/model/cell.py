@@ -64,13 +64,14 @@ class Cell:
             return Cell(self.case, Wrapping.RAW_AUTOGRAD, Row.TRAIN_EAGER)
         return Cell(self.case, Wrapping.RAW, Row.EAGER)
 
-    def package_key(self, dtype: str) -> str | None:
-        """Names the AOTInductor packages this cell may build in `dtype`, shared by the rows that run one
-        package (the Python, fresh-process and C++ runtimes, strict and non-strict export) when the exported programs
-        are the same (harness.execution.builders adds the program's digest); None on rows that build no package."""
+    def package_key(self, dtype: str | None = None) -> str | None:
+        """Names the AOTInductor packages this cell may build in `dtype` (every dtype's, without one), shared by the
+        rows that run one package (the Python, fresh-process and C++ runtimes, strict and non-strict export) when the
+        exported programs are the same (harness.execution.builders adds the program's digest); None on rows that
+        build no package."""
         if self.row.spec.kind not in (Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
             return None
-        return f"{self.case}-{self.wrapping.value}-{dtype}"
+        return f"{self.case}-{self.wrapping.value}" + (f"-{dtype}" if dtype else "")
 
 
 def all_cells(cases: list[str], wrappings: list[Wrapping] | None = None, rows: list[Row] | None = None,

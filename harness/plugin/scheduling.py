@@ -12,7 +12,7 @@ from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import ResultsError
 from harness.model.results import load
-from harness.model.rows import Kind, Row
+from harness.model.rows import Row
 from harness.plugin import estimate, shard
 from harness.plugin.options import loaded, profile_name, requested
 
@@ -57,10 +57,9 @@ def shared_builds(cell: Cell) -> tuple[str, ...]:
     """What the cell builds that other cells of the run take, waiting on a file lock while the first one builds it:
     an AOTInductor package of its case and style (harness.execution.builders), and Inductor's precompiled header
     for AOTInductor's and for the C++ wrapper's C++ (torch's own lock, one per header, not per run)."""
-    spec = cell.row.spec
-    if spec.kind in (Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
-        return f"package {cell.case}-{cell.wrapping.value}", "precompiled header aoti"
-    if (spec.compile_options or {}).get("options", {}).get("cpp_wrapper"):
+    if (package := cell.package_key()) is not None:
+        return f"package {package}", "precompiled header aoti"
+    if (cell.row.spec.compile_options or {}).get("options", {}).get("cpp_wrapper"):
         return ("precompiled header cpp_wrapper",)
     return ()
 
