@@ -22,19 +22,31 @@ import signal
 import socket
 import sys
 
-# What a child imports anyway: torch and triton. Preloading Dynamo's and Inductor's modules too was measured on the
-# GPU runner: the warm-cache row's processes then took longer to start (1267 s against 958 s over its 105 cells;
-# why was not found), so they are left to the child.
+# What a child imports anyway: torch and triton. Not Dynamo's and Inductor's modules: on the GPU runner their import
+# initializes the CUDA driver, and a child forked after that cannot use the GPU.
 PRELOADED = ("torch", "triton")
+CUDA_ERROR_NOT_INITIALIZED = 3  # what the driver answers every call with until cuInit
 
 
-def _cuda_driver_loaded() -> bool:
-    """Whether this process has loaded the CUDA driver, which a forked child cannot use (torch's own import does not)."""
+def _cuda_initialized() -> bool:
+    """Whether this process has initialized the CUDA driver (cuInit), after which a forked child cannot use the GPU.
+    Loading the driver's library is not that: on a GPU machine torch's and Triton's imports load it without
+    initializing it, and until then the driver answers cuDeviceGetCount with CUDA_ERROR_NOT_INITIALIZED."""
     try:
         with open("/proc/self/maps") as f:
-            return "libcuda.so" in f.read()
+            paths = sorted({line.split()[-1] for line in f if "/libcuda.so" in line})
     except OSError:
         return False
+    if not paths:
+        return False
+    import ctypes
+
+    try:
+        driver = ctypes.CDLL(paths[0], mode=os.RTLD_NOLOAD | os.RTLD_LAZY)  # the library loaded, not a new one
+        count = ctypes.c_int()
+        return driver.cuDeviceGetCount(ctypes.byref(count)) != CUDA_ERROR_NOT_INITIALIZED
+    except (OSError, AttributeError):
+        return True  # it cannot be asked: taken as initialized, and the caller starts its processes itself
 
 
 def _reap(children: dict[int, str]) -> None:
@@ -115,8 +127,8 @@ def main(fd: int) -> int:
 
     for module in PRELOADED:  # the imports every child would pay
         importlib.import_module(module)
-    if _cuda_driver_loaded():  # a child could not use the GPU: let the caller start its processes itself
-        print("zygote: the CUDA driver was loaded by the imports; not serving", file=sys.stderr, flush=True)
+    if _cuda_initialized():  # a child could not use the GPU: let the caller start its processes itself
+        print("zygote: the CUDA driver was initialized by the imports; not serving", file=sys.stderr, flush=True)
         return 1
     print(f"zygote: {', '.join(PRELOADED)} imported", file=sys.stderr, flush=True)
 

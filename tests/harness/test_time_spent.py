@@ -117,3 +117,35 @@ def test_a_cells_check_runs_every_hypothesis_phase_but_explain():
                            "print(sorted(p.name for p in settings.default.phases))"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split("\n")[-2] == str(sorted(["explicit", "reuse", "generate", "target", "shrink"]))
+
+
+FAKE_DRIVER = """
+static int initialized = 0;
+int cuInit(unsigned int flags) { initialized = 1; return 0; }
+int cuDeviceGetCount(int *count) { if (!initialized) return 3; *count = 1; return 0; }
+"""
+
+ASK_ZYGOTE = textwrap.dedent("""
+    import ctypes, json, sys
+    from harness.execution import zygote
+    answers = [zygote._cuda_initialized()]
+    driver = ctypes.CDLL(sys.argv[1])  # as torch's and Triton's imports load the driver: loaded, not initialized
+    answers.append(zygote._cuda_initialized())
+    driver.cuInit(0)
+    answers.append(zygote._cuda_initialized())
+    print(json.dumps(answers))
+""")
+
+
+def test_the_zygote_serves_after_imports_that_load_the_cuda_driver_and_refuses_once_it_is_initialized(tmp_path):
+    # On the GPU runner torch's and Triton's imports load libcuda without calling cuInit; a child forked then can use
+    # the GPU, and one forked after cuInit cannot. A stand-in driver answers as the real one does before and after cuInit.
+    compiler = os.environ.get("CC") or "cc"
+    (tmp_path / "driver.c").write_text(FAKE_DRIVER)
+    library = tmp_path / "libcuda.so.1"
+    built = subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(tmp_path / "driver.c")], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"no C compiler to build the stand-in driver: {built.stderr[-300:]}")
+    proc = subprocess.run([sys.executable, "-c", ASK_ZYGOTE, str(library)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == [False, False, True]
