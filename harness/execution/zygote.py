@@ -2,14 +2,14 @@
 
 The warm-cache row's new process and the fresh-process row's serving process each stand for a process that has
 never compiled anything, never imported the case and never touched the GPU. Started with `python`, each paid the
-interpreter's start and torch's import again, 5-12 s under the matrix's load, in every cell of those rows. A zygote
-pays it once: a process run as a script by its path (so it imports nothing of the harness), which imports torch
-and triton, never initializes CUDA, never compiles, and forks a child for each request. The child is such a new
-process: its own session, the caller's pipes as stdin and stdout, its log as stderr, the caller's environment,
-working directory and import path, and then the module or script asked for, run as `python -m` or `python
-SCRIPT` runs it (runpy). The zygote reaps each child and writes its exit status and CPU time to a file the
-caller named, since the caller is not the child's parent. Where the zygote cannot serve (it died, or fork is
-refused), the caller starts the process with subprocess, as before.
+interpreter's start and its imports again, about 12 s of CPU under the matrix's load, in every cell of those rows.
+A zygote pays it once: a process run as a script by its path (so it imports nothing of the harness), which imports
+torch, triton and what loading an AOTInductor package imports (PRELOADED), never initializes CUDA, never compiles,
+and forks a child for each request. The child is such a new process: its own session, the caller's pipes as stdin
+and stdout, its log as stderr, the caller's environment, working directory and import path, and then the module or
+script asked for, run as `python -m` or `python SCRIPT` runs it (runpy). The zygote reaps each child and writes its exit status and CPU time to a file the
+caller named, since the caller is not the child's parent. Where the zygote cannot serve (it died, fork is refused,
+or its imports initialized the CUDA driver), the caller starts the process with subprocess.
 
     python zygote.py SOCKET_FD     (harness.execution.helper_process starts it; one a runner process)
 """
@@ -22,9 +22,12 @@ import signal
 import socket
 import sys
 
-# What a child imports anyway: torch and triton. Not Dynamo's and Inductor's modules: on the GPU runner their import
-# initializes the CUDA driver, and a child forked after that cannot use the GPU.
-PRELOADED = ("torch", "triton")
+# What every child imports anyway: torch, triton, and what a process that loads an AOTInductor package imports first
+# (torch._inductor.package, and torch._dynamo with it). Not Inductor's compiler (torch._inductor.graph, compile_fx),
+# which the warm-cache row's process imports itself: it registers operators (prims::inductor_*,
+# quantized_decomposed::*) that a serving process has not, and the fresh-process row must meet a package that calls
+# back into an operator it does not register.
+PRELOADED = ("torch", "triton", "torch._inductor.package")
 CUDA_ERROR_NOT_INITIALIZED = 3  # what the driver answers every call with until cuInit
 
 
@@ -123,10 +126,22 @@ def main(fd: int) -> int:
     del sys.path[0]
     ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     base_path = [p for p in sys.path if p not in ours]
+    import gc
     import importlib
 
+    # torch.cuda.is_available() initializes the CUDA driver unless NVML answers it, and a child forked after that
+    # cannot use the GPU; torch's modules may ask it while they import (Inductor's benchmarking module does).
+    asked = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     for module in PRELOADED:  # the imports every child would pay
         importlib.import_module(module)
+    if asked is None:
+        del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
+    else:
+        os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = asked
+    # The children's collections need not walk what the imports made (nor copy its pages from this process's).
+    gc.collect()
+    gc.freeze()
     if _cuda_initialized():  # a child could not use the GPU: let the caller start its processes itself
         print("zygote: the CUDA driver was initialized by the imports; not serving", file=sys.stderr, flush=True)
         return 1
