@@ -210,10 +210,12 @@ def _forked(command: list[str], env: dict[str, str] | None, folder: str, stderr:
     interpreter, or the zygote cannot serve it (the caller then starts it with subprocess)."""
     if len(command) < 2 or command[0] != sys.executable:
         return None
-    if command[1] == "-m" and len(command) >= 3:
-        target: dict[str, Any] = {"module": command[2], "args": command[3:]}
-    elif command[1].endswith(".py"):
-        target = {"script": command[1], "args": command[2:]}
+    safe_path = command[1] == "-P"  # python -P: neither the script's folder nor the working directory goes on sys.path
+    arguments = command[2:] if safe_path else command[1:]
+    if len(arguments) >= 2 and arguments[0] == "-m":
+        target: dict[str, Any] = {"module": arguments[1], "args": arguments[2:], "safe_path": safe_path}
+    elif arguments and arguments[0].endswith(".py"):
+        target = {"script": arguments[0], "args": arguments[1:], "safe_path": safe_path}
     else:
         return None
     _ZYGOTE.made += 1

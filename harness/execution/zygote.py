@@ -93,13 +93,15 @@ def _child(request: dict, fds: list[int], sock: socket.socket, base_path: list[s
         pythonpath = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         import runpy
 
+        # What `python -m` (the working directory) or `python SCRIPT` (the script's folder) puts first, unless -P.
+        first = [] if request.get("safe_path") else [request["cwd"] if request.get("module") else os.path.dirname(os.path.abspath(request["script"]))]
         if request.get("module"):
             sys.argv = ["-m", *request["args"]]
-            sys.path[:] = [request["cwd"], *pythonpath, *base_path]
+            sys.path[:] = [*first, *pythonpath, *base_path]
             runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
         else:
             sys.argv = [request["script"], *request["args"]]
-            sys.path[:] = [os.path.dirname(os.path.abspath(request["script"])), *pythonpath, *base_path]
+            sys.path[:] = [*first, *pythonpath, *base_path]
             runpy.run_path(request["script"], run_name="__main__")
         code = 0
     except SystemExit as exc:

@@ -74,6 +74,11 @@ def test_a_python_helper_process_is_forked_from_the_zygote_as_a_new_process_with
                            env={**os.environ, "TCM_TEST_MARK": "two"})
     assert second.answer(60) == f"ready two ['b'] {os.getcwd()} True False True"
     assert time.perf_counter() - started < 5  # torch was imported once, by the zygote
+    # python -P (the fresh-process row's serving script): forked too, without the script's folder on its path.
+    safe = HelperProcess([sys.executable, "-P", str(script), "c"], str(tmp_path), "echo-", "the echo", Died, env=dict(os.environ))
+    assert isinstance(safe.proc, _Forked)
+    assert safe.answer(60) == f"ready None ['c'] {os.getcwd()} False False True"
+    safe.close()
     # Its CPU time counts where a subprocess's would (the cell's CPU figure), once it has ended.
     cpu = forked_cpu_seconds()
     second.send("spin")
