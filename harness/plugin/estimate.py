@@ -19,16 +19,16 @@ from harness.model.outcome import CellResult, Outcome
 from harness.model.settings import DEFAULT_PROFILE, PROFILES
 
 # (mode, profile) -> {row: mean seconds of work of a cell of that row the profile checks}, rounded;
-# `row_seconds` measures them. From reports/gpu/results.json (one H200, 16 workers, one run of the whole matrix
+# `row_seconds` measures them. From reports/gpu/results.json (one H200, 20 workers, one run of the whole matrix
 # with the autotune timing budget), reports/cpu/results.json (2 cores, the interpreter) and
 # reports/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 4.36, 'aoti_cpp_strict': 12.04, 'aoti_fresh_nonstrict': 17.56, 'aoti_nonstrict': 0.75, 'aoti_strict': 12.39,
-        'compile_cpp_wrapper': 18.13, 'compile_cudagraphs': 2.75, 'compile_default': 2.78, 'compile_dynamic': 2.56,
-        'compile_fullgraph': 2.56, 'compile_max_autotune': 5.86, 'compile_unbacked': 2.76, 'cpu_fallback': 0.06, 'eager': 0.13,
-        'export_nonstrict': 0.23, 'export_strict': 1.11, 'flop_counter': 0.02, 'opcheck': 0.15, 'tensor_subclass': 0.72,
-        'train_compile_default': 3.19, 'train_compile_fullgraph': 4.45, 'train_eager': 0.48, 'warm_cache_edit': 19.62,
+        'aoti_cpp_nonstrict': 7.87, 'aoti_cpp_strict': 15.83, 'aoti_fresh_nonstrict': 11.47, 'aoti_nonstrict': 1.16, 'aoti_strict': 11.3,
+        'compile_cpp_wrapper': 14.59, 'compile_cudagraphs': 2.69, 'compile_default': 2.48, 'compile_dynamic': 2.37,
+        'compile_fullgraph': 2.49, 'compile_max_autotune': 5.56, 'compile_unbacked': 2.6, 'cpu_fallback': 0.1, 'eager': 0.2,
+        'export_nonstrict': 0.28, 'export_strict': 0.62, 'flop_counter': 0.02, 'opcheck': 0.21, 'tensor_subclass': 0.94,
+        'train_compile_default': 3.08, 'train_compile_fullgraph': 4.46, 'train_eager': 0.18, 'warm_cache_edit': 10.83,
     },
     ('interpreter', 'quick'): {
         'aoti_cpp_nonstrict': 0.12, 'aoti_cpp_strict': 1.19, 'aoti_fresh_nonstrict': 1.11, 'aoti_nonstrict': 0.02, 'aoti_strict': 2.55,
