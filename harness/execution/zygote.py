@@ -7,9 +7,10 @@ A zygote pays it once: a process run as a script by its path (so it imports noth
 torch, triton and what loading an AOTInductor package imports (PRELOADED), never initializes CUDA, never compiles,
 and forks a child for each request. The child is such a new process: its own session, the caller's pipes as stdin
 and stdout, its log as stderr, the caller's environment, working directory and import path, and then the module or
-script asked for, run as `python -m` or `python SCRIPT` runs it (runpy). The zygote reaps each child and writes its exit status and CPU time to a file the
-caller named, since the caller is not the child's parent. Where the zygote cannot serve (it died, fork is refused,
-or its imports initialized the CUDA driver), the caller starts the process with subprocess.
+script asked for, run as `python -m MODULE` or `python SCRIPT.py` runs it (runpy). The zygote reaps each child and
+writes its exit status and CPU time to a file the caller named, since the caller is not the child's parent. Where
+the zygote cannot serve (it died, fork is refused, or its imports initialized the CUDA driver), the caller starts
+the process with subprocess.
 
     python zygote.py SOCKET_FD     (harness.execution.helper_process starts it; one a runner process)
 """
@@ -93,8 +94,9 @@ def _child(request: dict, fds: list[int], sock: socket.socket, base_path: list[s
         pythonpath = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         import runpy
 
-        # What `python -m` (the working directory) or `python SCRIPT` (the script's folder) puts first, unless -P.
-        first = [] if request.get("safe_path") else [request["cwd"] if request.get("module") else os.path.dirname(os.path.abspath(request["script"]))]
+        # What `python -m MODULE` (the working directory) or `python SCRIPT.py` (the script's folder) puts first, unless -P.
+        where = request["cwd"] if request.get("module") else os.path.dirname(os.path.abspath(request["script"]))
+        first = [] if request.get("safe_path") else [where]
         if request.get("module"):
             sys.argv = ["-m", *request["args"]]
             sys.path[:] = [*first, *pythonpath, *base_path]
