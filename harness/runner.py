@@ -5,7 +5,9 @@ replaced after a crash, a timeout, or a cell that leaves the GPU unusable, and a
 `cells_per_process` cells when that is set (1 gives every cell a fresh process). Once a runner has had to
 be replaced, a standby process is started beside each later one and takes over at once, so the next
 replacement costs no start-up time. The first runner has none: most runs never replace a runner, and on a
-machine with few cores a standby importing torch beside every pytest worker slows the cells that run.
+machine with few cores a standby importing torch beside every pytest worker slows the cells that run. Given the run's
+zygote (harness.execution.zygote), runner processes are forked from it, torch and triton already imported, and
+their helper processes too; else (or where it cannot serve) each is started with subprocess.
 
 Protocol: the parent writes one JSON request a line to the child's stdin; the child answers on its
 original stdout with JSON events (`ready`, `stage`, `result`, then `healthy` or `unhealthy`); the parent
@@ -32,12 +34,15 @@ from typing import Any
 from harness.authoring import registry
 from harness.environment import vec_isa
 from harness.execution import autotune_timing, profiling
+from harness.execution.helper_process import ZYGOTE_ENV, Zygote, forked, still_there
+from harness.execution.zygote import FORKED_ENV
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
 from harness.model.outcome import CellResult, Memory, Outcome, Stage
 from harness.model.settings import Settings
 
 LOG_TAIL_LINES = 40
+ASKED_BY_ENV = "TCM_ASKED_BY"  # the pid of the process a runner serves, which it ends with (not always its parent)
 INDUCTOR_CACHE = "inductor-cache"  # inside a run's cache directory
 
 
@@ -103,6 +108,7 @@ class Runner:
         cells_per_process: int | None = None,
         start_timeout: float = 300.0,
         standby: bool = True,
+        zygote: str | None = None,
     ):
         self.case_modules = list(case_modules)
         self.workdir = workdir
@@ -110,6 +116,9 @@ class Runner:
         self.cells_per_process = cells_per_process
         self.start_timeout = start_timeout
         self.standby = standby
+        self.zygote = zygote  # the run's zygote's socket
+        self._zygote = Zygote(zygote) if zygote else None
+        self._preparing: threading.Thread | None = None
         self.log_path = os.path.join(workdir, "runner-0.log")
         self._proc: subprocess.Popen[bytes] | None = None
         self._spare: tuple[subprocess.Popen[bytes], str] | None = None
@@ -126,28 +135,45 @@ class Runner:
         env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", "TCM_SPAWNED": repr(time.time()),
                # The runner imports the case modules as this process does: the folders the run made importable
                # (the rootdir, a case file's folder) come first on its path too.
-               "PYTHONPATH": registry.search_path()}
+               "PYTHONPATH": registry.search_path(), ASKED_BY_ENV: str(os.getpid())}
+        if self.zygote:
+            env[ZYGOTE_ENV] = self.zygote
+        command = [sys.executable, "-m", "harness.runner", *self.case_modules]
         log_path = os.path.join(self.workdir, f"runner-{self._spawned}.log")
         self._spawned += 1
-        with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "harness.runner", *self.case_modules],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                env=env,
-                cwd=os.getcwd(),
-                start_new_session=True,  # its own process group: a timeout kills compile workers too
-            )
+        proc: Any = self._zygote and forked(command, env, self.workdir, log_path, self._zygote, binary=True)
+        if not proc:
+            with open(log_path, "ab") as log:
+                proc = subprocess.Popen(
+                    command,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    env=env,
+                    cwd=os.getcwd(),
+                    start_new_session=True,  # its own process group: a timeout kills compile workers too
+                )
         return proc, log_path
 
     def prepare(self) -> None:
-        """Start the first runner process now, so its imports overlap the caller's own start-up."""
-        if self._proc is None and self._spare is None:
-            self._spare = self._spawn()
+        """Start the first runner process now, so its imports overlap the caller's own start-up (in a thread: the
+        run's zygote answers once its own imports are done)."""
+        if self._proc is None and self._spare is None and self._preparing is None:
+            self._preparing = threading.Thread(target=self._prepare, name="tcm-prepare-runner", daemon=True)
+            self._preparing.start()
+
+    def _prepare(self) -> None:
+        self._spare = self._spawn()
+
+    def _prepared(self) -> None:
+        """Wait for the runner process prepare() is starting, if any."""
+        preparing, self._preparing = self._preparing, None
+        if preparing is not None:
+            preparing.join()
 
     def _start(self) -> float:
         began = time.perf_counter()
+        self._prepared()
         spare, self._spare = self._spare, None
         if spare is not None and spare[0].poll() is not None:  # the standby died while waiting
             _kill(spare[0])
@@ -172,10 +198,13 @@ class Runner:
             _kill(proc)
 
     def close(self) -> None:
+        self._prepared()
         self.stop()
         spare, self._spare = self._spare, None
         if spare is not None:
             _kill(spare[0])
+        if self._zygote is not None:
+            self._zygote.close()  # this process's connection; the zygote serves the run's other processes
 
     def logs(self) -> list[str]:
         """Every runner process's log, in the order they started."""
@@ -381,13 +410,15 @@ def _memory_after(device: str, allocated_before: float | None) -> Memory:
 
 
 def _exit_with_parent(poll_s: float = 1.0) -> None:
-    """End this process when the pytest worker that started it is gone (killed, or its controller was):
-    a runner sits in its own session, so no signal reaches it, and a kernel spinning on the GPU would
-    otherwise outlive the run and hold the device."""
+    """End this process when the pytest worker it serves is gone (killed, or its controller was): a runner sits in its
+    own session, so no signal reaches it, and a kernel spinning on the GPU would otherwise outlive the run and hold
+    the device."""
     parent = os.getppid()
+    asked_by = int(os.environ.get(ASKED_BY_ENV) or parent)
 
     def watch() -> None:
-        while os.getppid() == parent:
+        # Forked by the run's zygote, it serves on if the zygote dies: its worker still waits for its answer.
+        while os.getppid() == parent if asked_by == parent else still_there(asked_by):
             time.sleep(poll_s)
         os._exit(4)
 
@@ -434,7 +465,8 @@ def main(case_modules: list[str]) -> None:
     gc.collect()
     gc.freeze()
     phase("gc freeze")
-    print(f"runner ready: {', '.join(f'{k} {v:.2f} s' for k, v in phases.items())}", file=sys.stderr, flush=True)
+    forked_by = f" (forked by the zygote {os.environ[FORKED_ENV]})" if os.environ.get(FORKED_ENV) else ""
+    print(f"runner ready{forked_by}: {', '.join(f'{k} {v:.2f} s' for k, v in phases.items())}", file=sys.stderr, flush=True)
     send({"event": "ready", "device": device, "broken_dtypes": broken})
 
     for line in sys.stdin:

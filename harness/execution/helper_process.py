@@ -1,8 +1,9 @@
 """A child process the harness talks to a line at a time over its stdin and stdout, its stderr kept in a log file.
 
-A Python process (`python -m MODULE` or `python SCRIPT.py`) is forked from the runner's zygote
-(harness.execution.zygote), which paid the interpreter's start and torch's import once; any other command, or a
-Python one the zygote cannot serve, is started with subprocess.
+A Python process (`python -m MODULE` or `python SCRIPT.py`) is forked from a zygote (harness.execution.zygote): the
+run's, where the runner was given one (ZYGOTE_ENV), else one of this process's own; any other command, or a Python
+one the zygote cannot serve, is started with subprocess. Runners are forked from the run's zygote the same way
+(harness.runner).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from typing import IO, Any
 ZYGOTE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
 STATUS_SUFFIX = ".status"  # a forked child's exit status file, which the zygote writes: "RETURNCODE CPU_SECONDS"
 ZYGOTE_START_S = 120.0  # how long the zygote's imports may take before it is given up for this process
+ZYGOTE_BIND_S = 30.0  # how long a run's zygote, just started, may take to open its socket
+ZYGOTE_ENV = "TCM_ZYGOTE"  # the run's zygote's socket, where a process's helpers are forked
+_ENV_AT_START = dict(os.environ)  # before this process's torch ran: what it sets later it reads where used (zygote)
 
 
 class HelperProcess:
@@ -38,7 +42,7 @@ class HelperProcess:
         self.who, self.failure = who, failure
         self.dir = tempfile.mkdtemp(prefix=prefix, dir=workdir)
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "w+")
-        self.proc: Any = _forked(command, env, self.dir, self.stderr.name) or subprocess.Popen(
+        self.proc: Any = forked(command, env, self.dir, self.stderr.name) or subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env, start_new_session=True)
         self._finalizer = weakref.finalize(self, _stop, self.proc, self.stderr)
 
@@ -105,15 +109,15 @@ def forked_cpu_seconds() -> float:
 
 
 class _Forked:
-    """A zygote's child, seen as subprocess.Popen shows a child: pid, stdin and stdout (text), poll, wait, kill. Its
-    exit status and CPU time come from the file the zygote writes when it reaps it."""
+    """A zygote's child, seen as subprocess.Popen shows a child: pid, stdin and stdout (text, or bytes), poll, wait,
+    kill. Its exit status and CPU time come from the file the zygote writes when it reaps it."""
 
     reaped_cpu = 0.0
 
-    def __init__(self, pid: int, stdin: int, stdout: int, status: str):
-        self.pid, self.status = pid, status
-        self.stdin: IO[str] = os.fdopen(stdin, "w")
-        self.stdout: IO[str] = os.fdopen(stdout, "r")
+    def __init__(self, pid: int, stdin: int, stdout: int, status: str, zygote: Zygote, binary: bool = False):
+        self.pid, self.status, self.zygote = pid, status, zygote
+        self.stdin: IO[Any] = os.fdopen(stdin, "wb" if binary else "w")
+        self.stdout: IO[Any] = os.fdopen(stdout, "rb" if binary else "r")
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
@@ -122,7 +126,7 @@ class _Forked:
                 with open(self.status) as f:
                     code, cpu = f.read().split()
             except (OSError, ValueError):
-                if _ZYGOTE.alive() or _exists(self.pid):
+                if self.zygote.alive() or still_there(self.pid):
                     return None
                 code, cpu = "-9", "0"  # the zygote died before it could say: the child is gone too
             self.returncode = int(code)
@@ -145,69 +149,129 @@ class _Forked:
                 pass
 
 
-def _exists(pid: int) -> bool:
+def still_there(pid: int) -> bool:
+    """Whether the process is there and has not ended (an ended one its parent has not reaped yet is not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except OSError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
-class _Zygote:
-    """This process's zygote, started at the first Python helper process it is asked for."""
+class Zygote:
+    """A zygote this process asks for new processes: the run's, at the socket `path`, or (without one) its own, started
+    at the first request."""
 
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen[bytes] | None = None
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+        self.proc: subprocess.Popen[bytes] | None = None  # its own
+        self.pid: int | None = None
         self.sock: socket.socket | None = None
         self.failed = False
         self.lock = threading.Lock()
         self.made = 0
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        if self.proc is not None:
+            return self.proc.poll() is None
+        return self.pid is not None and still_there(self.pid)
 
-    def _start(self, workdir: str) -> bool:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        with open(os.path.join(workdir, "zygote.log"), "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno())], pass_fds=[theirs.fileno()],
-                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-        theirs.close()
-        ours.settimeout(ZYGOTE_START_S)
+    def _connect(self, workdir: str) -> bool:
+        """Reach the zygote and take its greeting (`ready PID`), sent once its imports are done."""
+        if self.path is None:
+            # In the environment this process started in: what its own torch set since, it asks with (forked()).
+            self.proc, self.sock = start_zygote(os.path.join(workdir, "zygote.log"), env=_ENV_AT_START)
+        else:
+            self.sock = _connected(self.path)
+            if self.sock is None:
+                return False
+        self.sock.settimeout(ZYGOTE_START_S)
         try:
-            ready = ours.recv(64) == b"ready\n"
+            greeting = self.sock.recv(64).decode().split()
         except OSError:
-            ready = False
-        if not ready:
-            self.proc.kill()
+            greeting = []
+        if greeting[:1] != ["ready"]:
+            self.close(kill=True)
             return False
-        ours.settimeout(None)
-        self.sock = ours
+        self.pid = int(greeting[1])
+        self.sock.settimeout(None)
         return True
 
     def fork(self, request: dict[str, Any], stdin: int, stdout: int) -> int | None:
         with self.lock:
             if self.failed:
                 return None
-            if not self.alive() and not self._start(os.path.dirname(request["status"])):
-                self.failed = True  # it could not start here: this process starts its helpers with subprocess
+            if self.sock is None and not self._connect(os.path.dirname(request["status"])):
+                self.failed = True  # it cannot serve here: this process starts its processes with subprocess
                 return None
             assert self.sock is not None
             try:
                 socket.send_fds(self.sock, [json.dumps(request).encode()], [stdin, stdout])
-                answer = self.sock.recv(256).decode()
+                answer = self.sock.recv(4096).decode()
             except OSError:
                 return None
         return int(answer) if answer.isdigit() else None
 
+    def close(self, kill: bool = False) -> None:
+        """Close this process's connection; its own zygote ends with it (at once with `kill`)."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.proc is not None:
+            try:
+                if kill:
+                    raise subprocess.TimeoutExpired("zygote", 0)
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
 
-_ZYGOTE = _Zygote()
+
+def _connected(path: str) -> socket.socket | None:
+    """A connection to the socket at `path`, waiting up to ZYGOTE_BIND_S for it to be opened; None if it is not."""
+    deadline = time.monotonic() + ZYGOTE_BIND_S
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            sock.connect(path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+        except OSError:
+            sock.close()
+            return None
 
 
-def _forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: str) -> _Forked | None:
-    """The command's process forked from the zygote, or None where it is not a Python module or script run by this
-    interpreter, or the zygote cannot serve it (the caller then starts it with subprocess)."""
+def start_zygote(log: str, path: str | None = None, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """A zygote process (harness.execution.zygote) and this process's end of its lifeline: the zygote ends when it closes.
+    With `path`, it also serves whoever connects to that socket (a run's workers and runners), in `env`."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen([sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), *([path] if path else [])],
+                                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
+                                start_new_session=True)
+    theirs.close()
+    return proc, ours
+
+
+_ZYGOTE = Zygote(os.environ.get(ZYGOTE_ENV) or None)
+
+
+def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: str, zygote: Zygote | None = None,
+           binary: bool = False) -> _Forked | None:
+    """The command's process forked from `zygote` (this process's helpers' by default), or None where it is not a
+    Python module or script run by this interpreter, or the zygote cannot serve it (the caller then starts it with
+    subprocess). Its pipes are text, or bytes with `binary`."""
+    zygote = zygote or _ZYGOTE
     if len(command) < 2 or command[0] != sys.executable:
         return None
     safe_path = command[1] == "-P"  # python -P: neither the script's folder nor the working directory goes on sys.path
@@ -218,13 +282,15 @@ def _forked(command: list[str], env: dict[str, str] | None, folder: str, stderr:
         target = {"script": arguments[0], "args": arguments[1:], "safe_path": safe_path}
     else:
         return None
-    _ZYGOTE.made += 1
-    status = os.path.join(folder, f"exit{_ZYGOTE.made}{STATUS_SUFFIX}")
-    request = {**target, "env": dict(env if env is not None else os.environ), "cwd": os.getcwd(), "stderr": stderr, "status": status}
+    zygote.made += 1
+    status = os.path.join(folder, f"exit{zygote.made}{STATUS_SUFFIX}")
+    env = dict(env if env is not None else os.environ)
+    set_while_running = sorted(k for k, v in os.environ.items() if _ENV_AT_START.get(k) != v and env.get(k) == v)
+    request = {**target, "env": env, "set_while_running": set_while_running, "cwd": os.getcwd(), "stderr": stderr, "status": status}
     child_in, parent_in = os.pipe()
     parent_out, child_out = os.pipe()
     try:
-        pid = _ZYGOTE.fork(request, child_in, child_out)
+        pid = zygote.fork(request, child_in, child_out)
     finally:
         os.close(child_in)
         os.close(child_out)
@@ -232,5 +298,5 @@ def _forked(command: list[str], env: dict[str, str] | None, folder: str, stderr:
         os.close(parent_in)
         os.close(parent_out)
         return None
-    return _Forked(pid, parent_in, parent_out, status)
+    return _Forked(pid, parent_in, parent_out, status, zygote, binary)
 

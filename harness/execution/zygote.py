@@ -1,24 +1,31 @@
-"""New Python processes forked from a zygote: the interpreter's start and torch's import paid once a runner.
+"""New Python processes forked from a zygote: the interpreter's start and torch's import paid once a run.
 
-The warm-cache row's new process and the fresh-process row's serving process each stand for a process that has
-never compiled anything, never imported the case and never touched the GPU. Started with `python`, each paid the
-interpreter's start and its imports again, about 12 s of CPU under the matrix's load, in every cell of those rows.
-A zygote pays it once: a process run as a script by its path (so it imports nothing of the harness), which imports
-torch, triton and what loading an AOTInductor package imports (PRELOADED), never initializes CUDA, never compiles,
-and forks a child for each request. The child is such a new process: its own session, the caller's pipes as stdin
-and stdout, its log as stderr, the caller's environment, working directory and import path, and then the module or
-script asked for, run as `python -m MODULE` or `python SCRIPT.py` runs it (runpy). The zygote reaps each child and
-writes its exit status and CPU time to a file the caller named, since the caller is not the child's parent. Where
-the zygote cannot serve (it died, fork is refused, or its imports initialized the CUDA driver), the caller starts
-the process with subprocess.
+A runner process, the warm-cache row's new process and the fresh-process row's serving process each stand for a
+process that has never compiled anything, never touched the GPU and (but the runner) never imported the case.
+Started with `python`, each paid the interpreter's start and its imports again, about 9-12 s of CPU under the
+matrix's load: every runner, and every replacement after a crash or a poisoned CUDA context, and every cell of those
+two rows. A zygote pays it once: a process run as a script by its path (so it imports nothing of the harness), which
+imports torch, triton and what loading an AOTInductor package imports (PRELOADED), never initializes CUDA, never
+compiles, and forks a child for each request. The child is such a new process: its own session, the caller's pipes
+as stdin and stdout, its log as stderr, the caller's environment, working directory and import path, and then the
+module or script asked for, run as `python -m MODULE` or `python SCRIPT.py` runs it (runpy). The zygote reaps each
+child and writes its exit status and CPU time to a file the caller named, since the caller is not the child's parent.
 
-    python zygote.py SOCKET_FD     (harness.execution.helper_process starts it; one a runner process)
+A run with pytest workers has one zygote (harness.plugin starts it): each worker asks it for its runner processes,
+and each runner for its helper processes, over a socket in the run's own folder. A process without a run's zygote (a
+runner started alone) starts its own at its first helper. The zygote ends when the process that started it closes
+its end of the lifeline (or dies). Where it cannot serve (it died, fork is refused, its imports initialized the CUDA
+driver, or the request's environment differs from its own in what torch's and triton's imports read: IMPORT_TIME_ENV)
+it answers so, and the caller starts the process with subprocess.
+
+    python zygote.py LIFELINE_FD [SOCKET_PATH]     (harness.execution.helper_process starts it)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -30,6 +37,18 @@ import sys
 # back into an operator it does not register.
 PRELOADED = ("torch", "triton", "torch._inductor.package")
 CUDA_ERROR_NOT_INITIALIZED = 3  # what the driver answers every call with until cuInit
+# What the interpreter's start and the imports read from the environment and keep (libgomp its threads at load,
+# Inductor's config its defaults, the loader its paths, ...): a child asking for other values would run with the
+# zygote's, so its request is refused and its caller starts it with subprocess.
+IMPORT_TIME_ENV = ("TORCH", "PYTORCH", "TRITON", "OMP_", "MKL_", "KMP_", "CUDA_", "LD_", "PYTHONHASHSEED", "PYTHONOPTIMIZE",
+                   "PYTHONDONTWRITEBYTECODE", "PYTHONWARNINGS", "PYTHONDEVMODE", "PYTHONMALLOC", "PYTHONUTF8", "PYTHONIOENCODING")
+# But these, read where they are used: CUDA_VISIBLE_DEVICES (one GPU a worker on a machine with several) by the driver
+# at cuInit, which the zygote never calls; the compile caches (each test's runner has its own) at each compile. And
+# those the asking process's own code set while it ran (the request's `set_while_running`: torch sets
+# CUDA_MODULE_LOADING as it initializes CUDA, Inductor CUDA_HOME and Triton's tools' paths as it compiles), read
+# after that, where they are used, as in the child.
+READ_WHEN_USED = ("CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+FORKED_ENV = "TCM_FORKED_BY"  # in a child's environment: the zygote's pid (a runner says so in its log)
 
 
 def _cuda_initialized() -> bool:
@@ -53,6 +72,17 @@ def _cuda_initialized() -> bool:
         return True  # it cannot be asked: taken as initialized, and the caller starts its processes itself
 
 
+def _imported_with(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_ENV) and k not in READ_WHEN_USED}
+
+
+def _refusal(request: dict) -> str | None:
+    """Why this zygote cannot stand for the process the request asks for, or None."""
+    ours, theirs = _imported_with(dict(os.environ)), _imported_with(request["env"])
+    differ = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k) and k not in request.get("set_while_running", ()))
+    return f"its environment differs in {', '.join(differ)}, read when torch and triton were imported" if differ else None
+
+
 def _reap(children: dict[int, str]) -> None:
     """Every child that ended: its status written (whole or absent) where its caller looks."""
     while children:
@@ -69,12 +99,13 @@ def _reap(children: dict[int, str]) -> None:
             os.replace(path + ".part", path)
 
 
-def _child(request: dict, fds: list[int], sock: socket.socket, base_path: list[str]) -> None:
+def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_path: list[str]) -> None:
     """In the forked child: become the new process the request asks for; never returns."""
     code = 1
     try:
         os.setsid()
-        sock.close()
+        for sock in sockets:
+            sock.close()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         stdin, stdout = fds
         stderr = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -87,6 +118,7 @@ def _child(request: dict, fds: list[int], sock: socket.socket, base_path: list[s
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        os.environ[FORKED_ENV] = str(os.getppid())
         if os.environ.get("PYTHONFAULTHANDLER"):
             import faulthandler
 
@@ -123,8 +155,13 @@ def _child(request: dict, fds: list[int], sock: socket.socket, base_path: list[s
         os._exit(code)
 
 
-def main(fd: int) -> int:
-    sock = socket.socket(fileno=fd)
+def main(lifeline_fd: int, path: str | None = None) -> int:
+    lifeline = socket.socket(fileno=lifeline_fd)
+    listener = None
+    if path is not None:  # bound before the imports: the run's workers connect at once and wait for the greeting
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(path)
+        listener.listen(256)
     # The interpreter put this script's folder first on the path: not for torch's import to find modules in. The
     # rest, less the PYTHONPATH a child brings its own of, is the installation's.
     del sys.path[0]
@@ -146,39 +183,65 @@ def main(fd: int) -> int:
     # The children's collections need not walk what the imports made (nor copy its pages from this process's).
     gc.collect()
     gc.freeze()
-    if _cuda_initialized():  # a child could not use the GPU: let the caller start its processes itself
+    if _cuda_initialized():  # a child could not use the GPU: let the callers start their processes themselves
         print("zygote: the CUDA driver was initialized by the imports; not serving", file=sys.stderr, flush=True)
         return 1
     print(f"zygote: {', '.join(PRELOADED)} imported", file=sys.stderr, flush=True)
 
     children: dict[int, str] = {}
     signal.signal(signal.SIGCHLD, lambda signum, frame: _reap(children))
-    sock.sendall(b"ready\n")
+    greeting = f"ready {os.getpid()}".encode()
+    lifeline.sendall(greeting)
+    clients = [lifeline]
     while True:
-        try:
-            message, fds, _flags, _address = socket.recv_fds(sock, 1 << 20, 2)
-        except OSError:
-            return 0
-        if not message:
-            return 0
-        request = json.loads(message)
+        readable, _, _ = select.select([*clients, *([listener] if listener else [])], [], [])
+        for sock in readable:
+            if sock is listener:
+                client, _ = listener.accept()
+                client.sendall(greeting)
+                clients.append(client)
+                continue
+            try:
+                message, fds, _flags, _address = socket.recv_fds(sock, 1 << 20, 2)
+            except OSError:
+                message, fds = b"", []
+            if not message:  # the caller has gone; with the lifeline, the run
+                if sock is lifeline:
+                    return 0
+                clients.remove(sock)
+                sock.close()
+                continue
+            answer = _serve(json.loads(message), fds, children, [*clients, *([listener] if listener else [])], base_path)
+            try:
+                sock.sendall(answer.encode())
+            except OSError:
+                pass
+            _reap(children)
+
+
+def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: list[socket.socket], base_path: list[str]) -> str:
+    """Fork the child a request asks for: its pid, or why not."""
+    try:
+        refused = _refusal(request)
+        if refused:
+            print(f"zygote: refused {request.get('module') or request.get('script')}: {refused}", file=sys.stderr, flush=True)
+            return f"refused {refused}"
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # the child's pid is known before it is reaped
         try:
             pid = os.fork()
         except OSError as exc:
-            pid, answer = -1, f"error {exc}"
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+            return f"refused fork: {exc}"
         if pid == 0:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-            _child(request, fds, sock, base_path)
-        if pid > 0:
-            children[pid] = request["status"]
-            answer = str(pid)
+            _child(request, fds, sockets, base_path)
+        children[pid] = request["status"]
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        return str(pid)
+    finally:
         for child_fd in fds:
             os.close(child_fd)
-        sock.sendall(answer.encode())
-        _reap(children)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(int(sys.argv[1])))
+    raise SystemExit(main(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None))

@@ -9,6 +9,7 @@ import hashlib
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -18,6 +19,7 @@ import pytest
 
 from harness.environment import machine, vec_isa
 from harness.execution import autotune_timing
+from harness.execution.helper_process import start_zygote
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import ResultsError
@@ -31,7 +33,7 @@ from harness.plugin.options import DEFAULT_REPORT_DIR, PARTIAL, case_specs, load
 from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
 from harness.plugin.status import result_of
 from harness.reporting import report
-from harness.runner import INDUCTOR_CACHE, runner_threads
+from harness.runner import INDUCTOR_CACHE, runner_env, runner_threads
 
 PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
 
@@ -73,6 +75,7 @@ class MatrixController:
         self._progress_said, self._progress_tenth = time.time(), 0
         self._sigterm: Any = None
         self._report_lock: ReportFolderLock | None = None  # taken by hold_report_folder, when the run starts
+        self._zygote: tuple[Any, Any] | None = None  # the run's zygote process and its lifeline (run_zygote)
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
             self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
@@ -84,12 +87,36 @@ class MatrixController:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["tcm_run_caches"] = self.run_caches
+        node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.run_zygote(node.workerinput["workercount"])
+
+    def run_zygote(self, workers: int) -> str:
+        """The socket of the run's zygote (harness.execution.zygote), which forks every runner process of the run and
+        their helper processes; started at the first worker's start, in the environment the runners get, so that the
+        imports it pays are the ones a runner would have paid. In the run's own folder, which only its user can reach."""
+        path = os.path.join(self.run_caches, "zygote.sock")
+        if self._zygote is None:
+            env = runner_env(self.run_caches, cache_dir=run_caches(self.config), workers=workers, perf=self.config.getoption("perf"),
+                             profile_dir=self.config.getoption("profile_dir"))
+            self._zygote = start_zygote(os.path.join(self.run_caches, "zygote.log"), path, {**os.environ, **env})
+        return path
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._report_lock is not None:
             self._report_lock.release()
         if self._sigterm is not None:
             signal.signal(signal.SIGTERM, self._sigterm)
+        if self._zygote is not None:  # closing its lifeline ends it
+            proc, lifeline = self._zygote
+            lifeline.close()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            logs = config.getoption("runner_logs")
+            if logs and os.path.exists(log := os.path.join(self.run_caches, "zygote.log")):
+                os.makedirs(logs, exist_ok=True)
+                shutil.copy(log, os.path.join(logs, "zygote.log"))
         shutil.rmtree(self.run_caches, ignore_errors=True)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

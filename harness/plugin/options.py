@@ -45,7 +45,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="sample every cell's processes' stacks into DIR; `python -m harness profile DIR` says where the time went. "
                          "Its outcomes are not a chart's (a sample holds frames, and their tensors, for a moment): time and chart "
                          "the matrix without it")
-    group.addoption("--runner-logs", default=None, metavar="DIR", help="keep each runner process's log in DIR (runner-WORKER-N.log)")
+    group.addoption("--runner-logs", default=None, metavar="DIR",
+                    help="keep each runner process's log in DIR (runner-WORKER-N.log), and the run's zygote's (zygote.log)")
     group.addoption("--perf", action="store_true",
                     help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "
                          "run without -n, so cells do not share the GPU")
@@ -122,6 +123,13 @@ def run_caches(config: pytest.Config) -> str:
     (one per run, not per worker: a worker's first compile need not redo what another did)."""
     chosen = config.getoption("cache_dir")
     return os.path.abspath(chosen) if chosen else _fresh_run_dir(config)
+
+
+def run_zygote(config: pytest.Config) -> str | None:
+    """The socket of the run's zygote, which forks its runner processes (harness.plugin.controller starts it)."""
+    if hasattr(config, "workerinput"):
+        return config.workerinput.get("tcm_zygote")
+    return config.pluginmanager.get_plugin(CONTROLLER).run_zygote(workers=1)
 
 
 def run_packages(config: pytest.Config) -> str:

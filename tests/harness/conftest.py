@@ -5,6 +5,7 @@ import tempfile
 
 import pytest
 
+from harness.execution.helper_process import start_zygote
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.rows import Row
@@ -14,17 +15,30 @@ from harness.runner import Runner, runner_env
 PLANTED = os.path.join(os.path.dirname(__file__), "planted.py")
 
 
-def runner_of(case_file):
-    """A runner process over one case file, in a work folder of its own, for a module-scoped fixture to yield."""
+@pytest.fixture(scope="session")
+def run_zygote():
+    """A zygote for the runners of this test process, as a run's (harness.plugin.controller): its socket."""
+    folder = tempfile.mkdtemp(prefix="tcm-zygote-")
+    proc, lifeline = start_zygote(os.path.join(folder, "zygote.log"), os.path.join(folder, "zygote.sock"),
+                                  {**os.environ, **runner_env(folder)})
+    yield os.path.join(folder, "zygote.sock")
+    lifeline.close()
+    proc.wait(timeout=30)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def runner_of(case_file, zygote=None):
+    """A runner process over one case file, in a work folder of its own, forked from `zygote` (a socket) where given,
+    for a module-scoped fixture to yield."""
     workdir = tempfile.mkdtemp(prefix="tcm-test-")
-    with Runner([case_file], workdir, env=runner_env(workdir)) as runner:
+    with Runner([case_file], workdir, env=runner_env(workdir), zygote=zygote) as runner:
         yield runner
     shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
-def planted_runner():
-    yield from runner_of(PLANTED)
+def planted_runner(run_zygote):
+    yield from runner_of(PLANTED, run_zygote)
 
 
 @pytest.fixture

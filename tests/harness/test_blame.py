@@ -24,8 +24,8 @@ EXAMPLE = "float32 shape=(40,) seed=0"
 
 
 @pytest.fixture(scope="module")
-def blame_runner():
-    yield from runner_of(PLANTED_BLAME)
+def blame_runner(run_zygote):
+    yield from runner_of(PLANTED_BLAME, run_zygote)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import tempfile
 import pytest
 import torch
 
+from harness.execution.helper_process import _Forked
 from harness.model.outcome import Outcome, Stage
 from harness.runner import Runner, runner_env
 from tests.harness.conftest import PLANTED
@@ -188,6 +189,7 @@ def test_a_profile_that_checks_fewer_dtypes_says_which_it_left_out(run_planted):
 
 def _wait_for_standby(runner, timeout=120):
     """Until the waiting process (prepared or standby) has announced it is ready (its first line sits unread in its pipe)."""
+    runner._prepared()  # prepare() starts it from a thread
     proc, _ = runner._spare
     ready, _, _ = select.select([proc.stdout.fileno()], [], [], timeout)
     assert ready, "the standby runner did not start"
@@ -232,6 +234,40 @@ def test_a_prepared_runner_starts_before_the_first_cell(run_planted):
     assert first.outcome is Outcome.PASS
     assert 0 < first.timings.process_start < 1.0
     assert len(logs) == 1  # the prepared process, and no standby beside it
+
+
+def test_a_runner_forked_from_the_runs_zygote_fails_as_a_started_one_and_is_replaced_by_another_fork(run_planted, run_zygote):
+    workdir = tempfile.mkdtemp(prefix="tcm-test-")
+    try:
+        with Runner([PLANTED], workdir, env=runner_env(workdir), zygote=run_zygote, standby=False) as runner:
+            first = run_planted("planted_ok", runner=runner)
+            assert isinstance(runner._proc, _Forked)
+            crashed = run_planted("planted_segfault", runner=runner)
+            timed_out = run_planted("planted_hang", timeout=5, runner=runner)  # its runner is killed with whatever it started
+            replaced = run_planted("planted_ok", runner=runner)
+            logs = [open(log).read() for log in runner.logs()]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert first.outcome is replaced.outcome is Outcome.PASS
+    assert (crashed.outcome, crashed.signal, crashed.stage) == (Outcome.CRASH, "SIGSEGV", Stage.RUN)
+    assert "Segmentation fault" in crashed.message and any("Fatal Python error" in line for line in crashed.log_tail)
+    assert (timed_out.outcome, timed_out.stage) == (Outcome.TIMEOUT, Stage.RUN)
+    assert replaced.timings.process_start > 0  # a new runner process took over
+    assert len(logs) == 3 and all("runner ready (forked by the zygote" in log for log in logs)  # the first and two replacements
+
+
+def test_a_runner_whose_environment_the_zygote_was_not_imported_with_is_started_with_subprocess(run_planted, run_zygote):
+    # libgomp reads OMP_NUM_THREADS when torch's import loads it: a child of the zygote would keep the zygote's.
+    workdir = tempfile.mkdtemp(prefix="tcm-test-")
+    try:
+        with Runner([PLANTED], workdir, env={**runner_env(workdir), "OMP_NUM_THREADS": "3"}, zygote=run_zygote) as runner:
+            result = run_planted("planted_ok", runner=runner)
+            assert isinstance(runner._proc, subprocess.Popen)
+            log = open(runner.logs()[0]).read()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    assert result.outcome is Outcome.PASS
+    assert "runner ready: " in log  # not forked
 
 
 def test_runners_split_the_cpu_cores_between_pytest_workers(tmp_path, monkeypatch):

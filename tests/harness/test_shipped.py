@@ -26,8 +26,8 @@ SHIPPED_CASES = os.path.join(os.path.dirname(__file__), "planted_shipped.py")
 
 
 @pytest.fixture(scope="module")
-def shipped_runner():
-    yield from runner_of(SHIPPED_CASES)
+def shipped_runner(run_zygote):
+    yield from runner_of(SHIPPED_CASES, run_zygote)
 
 
 @pytest.fixture

@@ -93,6 +93,22 @@ def test_a_python_helper_process_is_forked_from_the_zygote_as_a_new_process_with
         first.answer(30)
 
 
+def test_a_helper_is_forked_with_what_its_caller_set_while_running_but_not_with_other_import_time_settings(tmp_path, monkeypatch):
+    script = tmp_path / "echo.py"
+    script.write_text(ECHO)
+    # As torch sets CUDA_MODULE_LOADING when it initializes CUDA: read where it is used, after the child's fork too.
+    monkeypatch.setenv("CUDA_MODULE_LOADING", "LAZY-SET-WHILE-RUNNING")
+    inherited = HelperProcess([sys.executable, str(script), "a"], str(tmp_path), "echo-", "the echo", Died, env=dict(os.environ))
+    assert isinstance(inherited.proc, _Forked)
+    inherited.close()
+    # Asked for with another value than the zygote imported torch with: the zygote would stand for another process.
+    other = HelperProcess([sys.executable, str(script), "b"], str(tmp_path), "echo-", "the echo", Died,
+                          env={**os.environ, "TORCHINDUCTOR_MAX_AUTOTUNE": "1"})
+    assert isinstance(other.proc, subprocess.Popen)
+    assert other.answer(120).startswith("ready None ['b']")
+    other.close()
+
+
 def test_a_command_that_is_not_a_python_module_or_script_is_started_with_subprocess(tmp_path):
     helper = HelperProcess(["cat"], str(tmp_path), "cat-", "cat", Died)
     assert isinstance(helper.proc, subprocess.Popen)

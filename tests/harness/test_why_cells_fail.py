@@ -436,8 +436,8 @@ RUN = Fingerprint.from_json({"mode": "gpu" if ON_GPU else "cpu-interpreter", "to
 
 
 @pytest.fixture(scope="module")
-def builtin_runner():
-    yield from runner_of("harness.cases.add")
+def builtin_runner(run_zygote):
+    yield from runner_of("harness.cases.add", run_zygote)
 
 
 def reproduce_cell(result, specs, tmp_path):
