@@ -239,8 +239,9 @@ CHECKS: dict[str, Check] = {
     "python -m harness repro": helped(),
     "python -m harness profile DIR": helped(),
     "python -m harness profile DIR [--out FILE]": helped(),
-    "python zygote.py SOCKET_FD (harness.execution.helper_process starts it; one a runner process)":
-        fragment("the zygote's usage line: a runner starts it with a socket; test_time_spent forks helpers from it"),
+    "python zygote.py LIFELINE_FD [SOCKET_PATH] (harness.execution.helper_process starts it)":
+        fragment("the zygote's usage line: the controller starts the run's with a socket path, a runner alone its own; "
+                 "test_runner and test_pytest_matrix fork runners from it, test_time_spent helpers"),
     "python -m MODULE": fragment("the kind of command a helper process forked from the zygote stands for; test_time_spent"),
     "python SCRIPT.py": fragment("the kind of command a helper process forked from the zygote stands for; test_time_spent"),
     "python -m harness repro CELL [--results FILE] [--out FILE] [--cases SPEC]": helped(),
