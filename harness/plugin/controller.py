@@ -36,6 +36,7 @@ from harness.reporting import report
 from harness.runner import INDUCTOR_CACHE, runner_env, runner_threads
 
 PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
+MAX_SOCKET_PATH = 107  # bytes in a Unix socket's path on Linux (sun_path, less its terminating NUL)
 
 
 def _holds_a_complete_run(folder: str) -> bool:
@@ -89,11 +90,14 @@ class MatrixController:
         node.workerinput["tcm_run_caches"] = self.run_caches
         node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.run_zygote(node.workerinput["workercount"])
 
-    def run_zygote(self, workers: int) -> str:
+    def run_zygote(self, workers: int) -> str | None:
         """The socket of the run's zygote (harness.execution.zygote), which forks every runner process of the run and
         their helper processes; started at the first worker's start, in the environment the runners get, so that the
-        imports it pays are the ones a runner would have paid. In the run's own folder, which only its user can reach."""
+        imports it pays are the ones a runner would have paid. In the run's own folder, which only its user can reach;
+        None where that folder's path is too long for a socket's (a long TMPDIR): each runner is then started alone."""
         path = os.path.join(self.run_caches, "zygote.sock")
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            return None
         if self._zygote is None:
             env = runner_env(self.run_caches, cache_dir=run_caches(self.config), workers=workers, perf=self.config.getoption("perf"),
                              profile_dir=self.config.getoption("profile_dir"))

@@ -170,3 +170,13 @@ def test_the_zygote_serves_after_imports_that_load_the_cuda_driver_and_refuses_o
     proc = subprocess.run([sys.executable, "-c", ASK_ZYGOTE, str(library)], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads(proc.stdout.splitlines()[-1]) == [False, False, True]
+
+
+def test_a_run_whose_folder_is_too_deep_for_a_socket_starts_its_runners_without_a_zygote(tmp_path):
+    # A Unix socket's path holds 107 bytes on Linux: under a long TMPDIR each runner is started alone, at once,
+    # rather than each worker waiting for a zygote that cannot open its socket.
+    from harness.plugin.controller import MatrixController
+
+    controller = MatrixController.__new__(MatrixController)
+    controller.run_caches, controller._zygote = str(tmp_path / ("d" * 120)), None
+    assert controller.run_zygote(workers=2) is None and controller._zygote is None
