@@ -116,8 +116,7 @@ class Runner:
         self.cells_per_process = cells_per_process
         self.start_timeout = start_timeout
         self.standby = standby
-        self.zygote = zygote  # the run's zygote's socket
-        self._zygote = Zygote(zygote) if zygote else None
+        self._zygote = Zygote(zygote) if zygote else None  # the run's, at the socket `zygote`
         self._preparing: threading.Thread | None = None
         self.log_path = os.path.join(workdir, "runner-0.log")
         self._proc: subprocess.Popen[bytes] | None = None
@@ -136,8 +135,8 @@ class Runner:
                # The runner imports the case modules as this process does: the folders the run made importable
                # (the rootdir, a case file's folder) come first on its path too.
                "PYTHONPATH": registry.search_path(), ASKED_BY_ENV: str(os.getpid())}
-        if self.zygote:
-            env[ZYGOTE_ENV] = self.zygote
+        if self._zygote is not None:  # its helpers are forked from the run's zygote too
+            env[ZYGOTE_ENV] = self._zygote.path
         command = [sys.executable, "-m", "harness.runner", *self.case_modules]
         log_path = os.path.join(self.workdir, f"runner-{self._spawned}.log")
         self._spawned += 1

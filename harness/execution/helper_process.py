@@ -220,17 +220,11 @@ class Zygote:
 
     def close(self, kill: bool = False) -> None:
         """Close this process's connection; its own zygote ends with it (at once with `kill`)."""
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-        if self.proc is not None:
-            try:
-                if kill:
-                    raise subprocess.TimeoutExpired("zygote", 0)
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        sock, self.sock = self.sock, None
+        if self.proc is not None and sock is not None:
+            stop_zygote(self.proc, sock, kill)
+        elif sock is not None:
+            sock.close()
 
 
 def _connected(path: str) -> socket.socket | None:
@@ -261,6 +255,20 @@ def start_zygote(log: str, path: str | None = None, env: dict[str, str] | None =
                                 start_new_session=True)
     theirs.close()
     return proc, ours
+
+
+def stop_zygote(proc: subprocess.Popen[bytes], lifeline: socket.socket, kill: bool = False) -> None:
+    """End a zygote start_zygote started: closing its lifeline ends it; one still there after 10 s (or at once, with
+    `kill`) is killed."""
+    lifeline.close()
+    if not kill:
+        try:
+            proc.wait(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    proc.kill()
+    proc.wait()
 
 
 _ZYGOTE = Zygote(os.environ.get(ZYGOTE_ENV) or None)

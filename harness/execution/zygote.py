@@ -157,11 +157,11 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_pat
 
 def main(lifeline_fd: int, path: str | None = None) -> int:
     lifeline = socket.socket(fileno=lifeline_fd)
-    listener = None
+    listening: list[socket.socket] = []
     if path is not None:  # bound before the imports: the run's workers connect at once and wait for the greeting
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        listener.bind(path)
-        listener.listen(256)
+        listening.append(socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET))
+        listening[0].bind(path)
+        listening[0].listen(256)
     # The interpreter put this script's folder first on the path: not for torch's import to find modules in. The
     # rest, less the PYTHONPATH a child brings its own of, is the installation's.
     del sys.path[0]
@@ -194,10 +194,10 @@ def main(lifeline_fd: int, path: str | None = None) -> int:
     lifeline.sendall(greeting)
     clients = [lifeline]
     while True:
-        readable, _, _ = select.select([*clients, *([listener] if listener else [])], [], [])
+        readable, _, _ = select.select([*clients, *listening], [], [])
         for sock in readable:
-            if sock is listener:
-                client, _ = listener.accept()
+            if sock in listening:
+                client, _ = sock.accept()
                 client.sendall(greeting)
                 clients.append(client)
                 continue
@@ -211,7 +211,7 @@ def main(lifeline_fd: int, path: str | None = None) -> int:
                 clients.remove(sock)
                 sock.close()
                 continue
-            answer = _serve(json.loads(message), fds, children, [*clients, *([listener] if listener else [])], base_path)
+            answer = _serve(json.loads(message), fds, children, [*clients, *listening], base_path)
             try:
                 sock.sendall(answer.encode())
             except OSError:

@@ -9,7 +9,6 @@ import hashlib
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -19,7 +18,7 @@ import pytest
 
 from harness.environment import machine, vec_isa
 from harness.execution import autotune_timing
-from harness.execution.helper_process import start_zygote
+from harness.execution.helper_process import start_zygote, stop_zygote
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import ResultsError
@@ -109,14 +108,8 @@ class MatrixController:
             self._report_lock.release()
         if self._sigterm is not None:
             signal.signal(signal.SIGTERM, self._sigterm)
-        if self._zygote is not None:  # closing its lifeline ends it
-            proc, lifeline = self._zygote
-            lifeline.close()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if self._zygote is not None:
+            stop_zygote(*self._zygote)
             logs = config.getoption("runner_logs")
             if logs and os.path.exists(log := os.path.join(self.run_caches, "zygote.log")):
                 os.makedirs(logs, exist_ok=True)

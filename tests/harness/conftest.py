@@ -5,7 +5,7 @@ import tempfile
 
 import pytest
 
-from harness.execution.helper_process import start_zygote
+from harness.execution.helper_process import start_zygote, stop_zygote
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.rows import Row
@@ -22,8 +22,7 @@ def run_zygote():
     proc, lifeline = start_zygote(os.path.join(folder, "zygote.log"), os.path.join(folder, "zygote.sock"),
                                   {**os.environ, **runner_env(folder)})
     yield os.path.join(folder, "zygote.sock")
-    lifeline.close()
-    proc.wait(timeout=30)
+    stop_zygote(proc, lifeline)
     shutil.rmtree(folder, ignore_errors=True)
 
 
