@@ -19,8 +19,8 @@ from harness.model.outcome import CellResult, Outcome
 from harness.model.settings import DEFAULT_PROFILE, PROFILES
 
 # (mode, profile) -> {row: mean seconds of work of a cell of that row the profile checks}, rounded;
-# `row_seconds` measures them. From the GPU chart of 624e8b6 (one H200, 20 workers, one run of the whole matrix
-# with the autotune timing budget; reports/gpu/results.json at f408fd8), reports/cpu/results.json (2 cores, the interpreter) and
+# `row_seconds` measures them. From reports/gpu/results.json (one H200, 20 workers, one run of the whole matrix
+# with the autotune timing budget), reports/cpu/results.json (2 cores, the interpreter) and
 # reports/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
