@@ -34,7 +34,7 @@ from typing import Any
 from harness.authoring import registry
 from harness.environment import vec_isa
 from harness.execution import autotune_timing, profiling
-from harness.execution.helper_process import ZYGOTE_ENV, Zygote, forked, still_there
+from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session
 from harness.execution.zygote import FORKED_ENV
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
@@ -42,7 +42,6 @@ from harness.model.outcome import CellResult, Memory, Outcome, Stage
 from harness.model.settings import Settings
 
 LOG_TAIL_LINES = 40
-ASKED_BY_ENV = "TCM_ASKED_BY"  # the pid of the process a runner serves, which it ends with (not always its parent)
 INDUCTOR_CACHE = "inductor-cache"  # inside a run's cache directory
 
 
@@ -341,12 +340,7 @@ class Runner:
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait()
+    kill_session(proc)
     for stream in (proc.stdin, proc.stdout):
         if stream:
             stream.close()
@@ -408,24 +402,8 @@ def _memory_after(device: str, allocated_before: float | None) -> Memory:
     return memory
 
 
-def _exit_with_parent(poll_s: float = 1.0) -> None:
-    """End this process when the pytest worker it serves is gone (killed, or its controller was): a runner sits in its
-    own session, so no signal reaches it, and a kernel spinning on the GPU would otherwise outlive the run and hold
-    the device."""
-    parent = os.getppid()
-    asked_by = int(os.environ.get(ASKED_BY_ENV) or parent)
-
-    def watch() -> None:
-        # Forked by the run's zygote, it serves on if the zygote dies: its worker still waits for its answer.
-        while os.getppid() == parent if asked_by == parent else still_there(asked_by):
-            time.sleep(poll_s)
-        os._exit(4)
-
-    threading.Thread(target=watch, name="tcm-parent-watch", daemon=True).start()
-
-
 def main(case_modules: list[str]) -> None:
-    _exit_with_parent()
+    exit_with_asker()
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything printed by kernels or PyTorch goes to the log, not the protocol
     sys.stdout = os.fdopen(1, "w", buffering=1)

@@ -26,6 +26,7 @@ STATUS_SUFFIX = ".status"  # a forked child's exit status file, which the zygote
 ZYGOTE_START_S = 120.0  # how long the zygote's imports may take before it is given up for this process
 ZYGOTE_BIND_S = 30.0  # how long a run's zygote, just started, may take to open its socket
 ZYGOTE_ENV = "TCM_ZYGOTE"  # the run's zygote's socket, where a process's helpers are forked
+ASKED_BY_ENV = "TCM_ASKED_BY"  # the pid of the process a runner (or a prebuild) serves, which it ends with (not always its parent)
 _ENV_AT_START = dict(os.environ)  # before this process's torch ran: what it sets later it reads where used (zygote)
 
 
@@ -147,6 +148,32 @@ class _Forked:
                 os.killpg(self.pid, signal.SIGKILL)  # its session's group: whatever it started goes too
             except OSError:
                 pass
+
+
+def kill_session(proc: Any) -> None:
+    """Kill a process that leads a session of its own, with what it started (its compilers, its compile workers)."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    proc.wait()
+
+
+def exit_with_asker(poll_s: float = 1.0) -> None:
+    """End this process when the process that asked for it is gone (a runner's pytest worker, a prebuild's controller;
+    killed, or its controller was): it sits in its own session, so no signal reaches it, and a kernel spinning on the
+    GPU would otherwise outlive the run and hold the device."""
+    parent = os.getppid()
+    asked_by = int(os.environ.get(ASKED_BY_ENV) or parent)
+
+    def watch() -> None:
+        # Forked by the run's zygote, it serves on if the zygote dies: its asker still waits for its answer.
+        while os.getppid() == parent if asked_by == parent else still_there(asked_by):
+            time.sleep(poll_s)
+        os._exit(4)
+
+    threading.Thread(target=watch, name="tcm-asker-watch", daemon=True).start()
 
 
 def still_there(pid: int) -> bool:

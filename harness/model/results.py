@@ -45,6 +45,9 @@ class Results:
     # Case modules and cases left out, each {"module", "case", "message"} (harness.authoring.registry.CaseProblem).
     problems: list[dict[str, Any]] = field(default_factory=list)
     interrupted: str | None = None  # why the run stopped before every cell ran (Ctrl-C, SIGTERM)
+    # What the run built for its cells before they asked (harness.execution.prebuild), each {"build", "seconds", "cpu_s",
+    # "error"}: not a cell's work, so not in any cell's timings. Absent from files written before it was built.
+    prebuilt: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +58,7 @@ class Results:
             "missing": self.missing,
             "wall_time_s": self.wall_time_s,
             "problems": self.problems,
+            "prebuilt": self.prebuilt,
             "fingerprint": self.fingerprint.to_json(),
             "cells": [c.to_json() for c in sorted(self.cells, key=lambda c: c.cell.id)],
         }
@@ -117,6 +121,7 @@ def load(path: str) -> Results:
             wall_time_s=data.get("wall_time_s"),
             problems=data.get("problems", []),
             interrupted=data.get("interrupted"),
+            prebuilt=data.get("prebuilt", []),
         )
     except CellIdError as exc:
         raise ResultsError(f"{path}: unknown cell id: {exc}") from None
@@ -165,7 +170,8 @@ def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
         stopped = "; ".join(filter(None, [stopped, parts_absent]))
     return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing and not parts_absent,
                    missing=sorted(missing), wall_time_s=sum(wall) if wall else None,
-                   interrupted=stopped if missing or parts_absent else None)
+                   interrupted=stopped if missing or parts_absent else None,
+                   prebuilt=[p for _, r in (runs[:1] if rerun else runs) for p in r.prebuilt])
 
 
 def _rerun_record(path: str, run: Results) -> Rerun:

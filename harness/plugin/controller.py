@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 from harness.environment import machine, vec_isa
-from harness.execution import autotune_timing
+from harness.execution import autotune_timing, prebuild
 from harness.execution.helper_process import start_zygote, stop_zygote
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
@@ -28,7 +28,7 @@ from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
 from harness.model.settings import PROFILES
 from harness.plugin import estimate
-from harness.plugin.options import DEFAULT_REPORT_DIR, PARTIAL, case_specs, loaded, profile_name, run_caches, shard_of
+from harness.plugin.options import DEFAULT_REPORT_DIR, PARTIAL, case_specs, loaded, profile_name, run_caches, run_packages, shard_of
 from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
 from harness.plugin.status import result_of
 from harness.reporting import report
@@ -76,6 +76,9 @@ class MatrixController:
         self._sigterm: Any = None
         self._report_lock: ReportFolderLock | None = None  # taken by hold_report_folder, when the run starts
         self._zygote: tuple[Any, Any] | None = None  # the run's zygote process and its lifeline (run_zygote)
+        self._workers = 1  # as the first worker was told
+        self._env: dict[str, str] | None = None  # the runners' environment (_runners_env)
+        self._prebuilding: prebuild.Prebuilding | None = None  # the run's own builds (harness.execution.prebuild)
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
             self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
@@ -86,6 +89,7 @@ class MatrixController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        self._workers = node.workerinput["workercount"]
         node.workerinput["tcm_run_caches"] = self.run_caches
         node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.run_zygote(node.workerinput["workercount"])
 
@@ -98,22 +102,41 @@ class MatrixController:
         if len(os.fsencode(path)) > MAX_SOCKET_PATH:
             return None
         if self._zygote is None:
+            self._zygote = start_zygote(os.path.join(self.run_caches, "zygote.log"), path, self._runners_env(workers))
+        return path
+
+    def _runners_env(self, workers: int) -> dict[str, str]:
+        """The environment the run's runners get, and its zygote and prebuilds with them (the same, once chosen)."""
+        if self._env is None:
             env = runner_env(self.run_caches, cache_dir=run_caches(self.config), workers=workers, perf=self.config.getoption("perf"),
                              profile_dir=self.config.getoption("profile_dir"))
-            self._zygote = start_zygote(os.path.join(self.run_caches, "zygote.log"), path, {**os.environ, **env})
-        return path
+            self._env = {**os.environ, **env}
+        return self._env
+
+    def _prebuild(self) -> None:
+        """Start what the collected cells' builds share (harness.execution.prebuild), where workers run cells side by
+        side and so would wait for the first of them to build it: the run's zygote forks a process for each."""
+        needed = prebuild.needed(self.collected)
+        if self._workers < 2 or not needed or self._prebuilding is not None:
+            return
+        zygote = self.run_zygote(self._workers)
+        self._prebuilding = prebuild.Prebuilding(needed, self._runners_env(self._workers), caches=run_caches(self.config),
+                                                 packages=run_packages(self.config), folder=self.run_caches, zygote=zygote)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._report_lock is not None:
             self._report_lock.release()
         if self._sigterm is not None:
             signal.signal(signal.SIGTERM, self._sigterm)
+        if self._prebuilding is not None:
+            self._prebuilding.stop()
         if self._zygote is not None:
             stop_zygote(*self._zygote)
-            logs = config.getoption("runner_logs")
-            if logs and os.path.exists(log := os.path.join(self.run_caches, "zygote.log")):
+        logs = config.getoption("runner_logs")
+        for name in ("zygote.log", "prebuild.log"):
+            if logs and os.path.exists(log := os.path.join(self.run_caches, name)):
                 os.makedirs(logs, exist_ok=True)
-                shutil.copy(log, os.path.join(logs, "zygote.log"))
+                shutil.copy(log, os.path.join(logs, name))
         shutil.rmtree(self.run_caches, ignore_errors=True)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -129,6 +152,7 @@ class MatrixController:
         self.collected |= {cell for nodeid in nodeids if (cell := Cell.of_test(nodeid))}
         if first and not self.config.option.collectonly:
             self._announced = True
+            self._prebuild()
             self._say(estimate.announce(self._plan()))
 
     def _plan(self) -> estimate.Plan:
@@ -282,6 +306,7 @@ class MatrixController:
             wall_time_s=round(time.time() - self.started, 1),
             problems=[p.to_json() for p in problems],
             interrupted=self._why_stopped(session) if missing else None,
+            prebuilt=self._prebuilding.results() if self._prebuilding is not None else [],
         )
         report_dir = self._final_report_dir(results.complete)
         written = report.write(results, report_dir)

@@ -8,28 +8,32 @@ from typing import Callable, Hashable, Sequence, TypeVar
 
 import pytest
 
+from harness.execution import prebuild
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import ResultsError
 from harness.model.results import load
 from harness.model.rows import Row
 from harness.plugin import estimate, shard
-from harness.plugin.options import loaded, profile_name, requested
+from harness.plugin.options import SHARD, loaded, profile_name, requested
 
 # Seconds-like units, as a row's cost: the autotuner's cost per config it times, over a cell's examples.
 AUTOTUNE_COST_PER_CONFIG = 20.0
 # How far a cell starts from the first cell that builds what it would wait for (see `shared_builds`), in cells
-# dealt per worker: the first two go out to every worker at once, and the slowest such build, the AOTInductor
-# precompiled header, took about 50 s of one cell on the GPU runner (about three of the costliest cells a worker).
+# dealt per worker: the first two go out to every worker at once, and the slowest such build, a run's first
+# AOTInductor packages, took about 50 s of one cell on the GPU runner (about three of the costliest cells a worker).
 SPACING_ROUNDS = 4
 
 T = TypeVar("T")
 
 
+@pytest.hookimpl(trylast=True)  # after -k, --deselect and --lf have chosen the cells
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short. Where
-    workers run cells side by side, a cell that takes what another cell builds (`shared_builds`) starts
-    SPACING_ROUNDS cells a worker after the first that builds it, not beside it waiting on its lock."""
+    """Costliest cells first (a stable sort, the same on every worker): the last cells to start are short. With
+    --shard, this runner's part of them (MatrixShard). Where workers run cells side by side, a cell that takes what
+    another cell builds (`shared_builds`) starts SPACING_ROUNDS cells a worker after the first that builds it, not
+    beside it waiting on its lock: counted in the cells this runner runs, so that a part's cells are spaced as a
+    whole run's are."""
     if not requested(config):
         return
     cases = loaded(config).cases
@@ -48,6 +52,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 cell.wrapping is not Wrapping.CONTROL)
 
     items.sort(key=cost)
+    part = config.pluginmanager.get_plugin(SHARD)
+    if part is not None:
+        part.keep_this_part(items)
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     if workers > 1:  # one process runs one cell at a time: nothing waits for another cell there
         items[:] = spaced(items, lambda item: shared_builds(cell) if (cell := cell_of(item)) else (), SPACING_ROUNDS * workers)
@@ -55,13 +62,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def shared_builds(cell: Cell) -> tuple[str, ...]:
     """What the cell builds that other cells of the run take, waiting on a file lock while the first one builds it:
-    an AOTInductor package of its case and style (harness.execution.builders), and Inductor's precompiled header
-    for AOTInductor's and for the C++ wrapper's C++ (torch's own lock, one per header, not per run)."""
-    if (package := cell.package_key()) is not None:
-        return f"package {package}", "precompiled header aoti"
-    if (cell.row.spec.compile_options or {}).get("options", {}).get("cpp_wrapper"):
-        return ("precompiled header cpp_wrapper",)
-    return ()
+    an AOTInductor package of its case and style (harness.execution.builders), and the run's own builds (Inductor's
+    precompiled headers, the C++ runner: harness.execution.prebuild), which the controller starts before the cells
+    but which may still be building when the first cells ask for them."""
+    package = cell.package_key()
+    return *([f"package {package}"] if package is not None else []), *(p.key for p in prebuild.needed_by(cell))
 
 
 def spaced(items: Sequence[T], builds: Callable[[T], tuple[Hashable, ...]], gap: int) -> list[T]:
@@ -106,8 +111,9 @@ class MatrixShard:
     def __init__(self, config: pytest.Config, part: shard.Shard):
         self.config, self.part = config, part
 
-    @pytest.hookimpl(trylast=True)  # after -k, --deselect and --lf have chosen the cells: the parts split what they left
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+    def keep_this_part(self, items: list[pytest.Item]) -> None:
+        """Of the cells -k, --deselect and --lf left, this runner's part (in their order); the others deselected."""
+        config = self.config
         cells = {cell: item for item in items if (cell := cell_of(item)) is not None}
         parts = shard.partition(cells, shard_costs(config), self.part.count)
         others = {cells[cell] for n, part in enumerate(parts, 1) if n != self.part.index for cell in part}

@@ -43,6 +43,7 @@ class Figures:
     machine_busy: float | None = None  # the share of all cores' time the machine was busy during the run (Linux)
     cores: int | None = None
     by_row: list[RowFigures] = field(default_factory=list)
+    prebuilt: list[dict[str, Any]] = field(default_factory=list)  # Results.prebuilt: built for the cells before they asked
 
 
 @dataclass
@@ -116,7 +117,21 @@ def figures(results: Results, wall_s: float) -> Figures:
         per_worker=per_worker,
         cpu_s=sum(c.timings.cpu for c in cells),
         by_row=sorted(rows.values(), key=lambda r: -r.work_s),
+        prebuilt=list(results.prebuilt),
     )
+
+
+def prebuilt_text(prebuilt: list[dict[str, Any]]) -> str | None:
+    """What the run built for its cells before they asked, in a line: each build's seconds and CPU seconds, or why not."""
+    if not prebuilt:
+        return None
+
+    def one(p: dict[str, Any]) -> str:
+        if p.get("error"):
+            return f"{p['build']} not built ({p['error']})"
+        return f"{p['build']} {_fmt(p.get('seconds'), 1)} s (CPU {_fmt(p.get('cpu_s'), 1)} s)"
+
+    return ", ".join(one(p) for p in prebuilt)
 
 
 def _fmt(value: float | None, digits: int = 0) -> str:
@@ -142,6 +157,8 @@ def render(f: Figures, fingerprint: Fingerprint, command: str) -> str:
         f"runner processes started     {f.process_starts}, median {_fmt(f.process_start_median_s, 1)} s each",
         f"the cells' CPU time          {f.cpu_s:.1f} s (their runner processes and the processes those waited for)",
     ]
+    if (built := prebuilt_text(f.prebuilt)) is not None:
+        lines.append(f"built before the cells       {built} (harness.execution.prebuild; in no cell's work or CPU)")
     if f.cores:
         # Not a bound on the wall time: CUDA waits for the GPU busily by default, so a cell waiting for a GPU that
         # other cells keep busy (autotuners timing configs) counts that wait as CPU time too.

@@ -19,7 +19,7 @@ from harness.model.results import Results
 from harness.model.rows import Row
 from harness.reporting import picture as matrix_picture
 from harness.reporting import tutorial, why
-from harness.reporting.figures import figures
+from harness.reporting.figures import figures, prebuilt_text
 
 
 def _environment_lines(results: Results) -> list[str]:
@@ -365,6 +365,8 @@ def timing_lines(results: Results) -> list[str]:
             f"- runner processes started: {f.process_starts} (first cell of a worker, or after a crash, timeout or "
             f"poisoned context), median start {f.process_start_median_s:.2f} s"
         )
+    if (built := prebuilt_text(f.prebuilt)) is not None:
+        lines.append(f"- built for the cells as the run started, in no cell's work: {built}")
     return lines
 
 

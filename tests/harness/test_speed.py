@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -129,13 +130,15 @@ def test_a_cell_that_takes_what_another_builds_starts_spaced_from_the_first_that
     assert spaced(list("abcdef"), lambda item: (), gap=5) == list("abcdef")
 
 
-def test_the_aoti_rows_of_a_case_and_style_share_its_package_and_the_cpp_wrapper_row_its_header():
+def test_the_aoti_rows_of_a_case_and_style_share_its_package_and_header_the_cpp_rows_the_runner_and_the_cpp_wrapper_row_its_header():
     from harness.plugin.scheduling import shared_builds
 
-    aoti = [Row.AOTI_STRICT, Row.AOTI_NONSTRICT, Row.AOTI_CPP_STRICT, Row.AOTI_CPP_NONSTRICT, Row.AOTI_FRESH_NONSTRICT]
-    assert {shared_builds(Cell("add", Wrapping.RAW, row)) for row in aoti} == {("package add-raw", "precompiled header aoti")}
+    python = [Row.AOTI_STRICT, Row.AOTI_NONSTRICT, Row.AOTI_FRESH_NONSTRICT]
+    assert {shared_builds(Cell("add", Wrapping.RAW, row)) for row in python} == {("package add-raw", "aoti_header")}
+    cpp = [Row.AOTI_CPP_STRICT, Row.AOTI_CPP_NONSTRICT]
+    assert {shared_builds(Cell("add", Wrapping.RAW, row)) for row in cpp} == {("package add-raw", "aoti_header", "cpp_runner")}
     assert shared_builds(Cell("add", Wrapping.TRITON_OP, Row.AOTI_STRICT))[0] == "package add-triton_op"
-    assert shared_builds(Cell("add", Wrapping.RAW, Row.COMPILE_CPP_WRAPPER)) == ("precompiled header cpp_wrapper",)
+    assert shared_builds(Cell("add", Wrapping.RAW, Row.COMPILE_CPP_WRAPPER)) == ("cpp_wrapper_header",)
     assert shared_builds(Cell("add", Wrapping.RAW, Row.COMPILE_DEFAULT)) == ()
     assert shared_builds(Cell("add", Wrapping.RAW, Row.WARM_CACHE_EDIT)) == ()
 
@@ -237,3 +240,73 @@ def test_the_runner_starts_with_pytest_only_where_matrix_cells_will_run(workers,
     if worker:
         config.workerinput = {}
     assert runs_cells_here(config) is expected
+
+
+def test_what_the_cells_share_is_built_as_the_run_starts_and_a_build_failing_there_fails_each_cell_as_without_it(tmp_path):
+    """With two workers the controller builds Inductor's precompiled headers and the C++ runner before the cells ask
+    (harness.execution.prebuild); with one it builds nothing ahead. With a compiler that always fails, each prebuild
+    records its failure, and each cell that needs it meets the failure again: the same outcome, stage and message as
+    in the run that built nothing ahead."""
+    cells = ["planted_ok-control-aoti_strict", "planted_ok-control-aoti_cpp_strict", "planted_ok-control-compile_cpp_wrapper"]
+    selection = " or ".join(f"test_cell[{c}]" for c in cells)
+    runs = {}
+    for workers in (1, 2):
+        reports = tmp_path / f"n{workers}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider", f"--cases={PLANTED}",
+             f"--report-dir={reports}", "--matrix-profile=quick", "-k", selection, "--matrix"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CXX": "/bin/false"},
+        )
+        assert (reports / "results.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+        runs[workers] = json.loads((reports / "results.json").read_text())
+
+    def said(results):  # the run's own folder named, as each run has its own
+        return {c["cell"]: (c["outcome"], c["stage"], re.sub(r"tcm-caches-\w+", "RUN", c["message"] or "")) for c in results["cells"]}
+
+    assert said(runs[2]) == said(runs[1])
+    assert {cell: (outcome, stage) for cell, (outcome, stage, _) in said(runs[2]).items()} == {
+        "planted_ok-control-aoti_strict": ("fail", "aot_compile"), "planted_ok-control-aoti_cpp_strict": ("fail", "cpp_build"),
+        "planted_ok-control-compile_cpp_wrapper": ("fail", "compile")}
+    assert runs[1]["prebuilt"] == []
+    built = {p["build"]: p for p in runs[2]["prebuilt"]}
+    assert list(built) == ["aoti_header", "cpp_wrapper_header", "cpp_runner"]
+    assert "C++ compiler" in built["aoti_header"]["error"] and "building the C++ runner failed" in built["cpp_runner"]["error"]
+    assert "built for the cells as the run started, in no cell's work: aoti_header not built (" in (tmp_path / "n2" / "MATRIX.md").read_text()
+
+
+def test_with_shard_the_cells_that_take_what_another_builds_are_spaced_in_the_parts_own_order(monkeypatch):
+    """A part's cells are spaced as a whole run's are: the gap counts the cells this runner runs, not those of every part."""
+    from types import SimpleNamespace
+
+    from harness.plugin import scheduling, shard
+
+    class Item:  # as pytest's: hashable, its cell in its parameters
+        def __init__(self, cell):
+            self.callspec, self.nodeid = SimpleNamespace(params={"cell": cell}), cell.id
+
+    item = Item
+
+    cases = ["add", "sin", "silu", "matmul"]
+    cells = [Cell(case, w, row) for case in cases for w in (Wrapping.RAW, Wrapping.CONTROL) for row in Row]
+    items = [item(c) for c in cells]
+    part = scheduling.MatrixShard(None, shard.Shard(1, 2))
+    plugins = {"tcm-shard": part}
+    config = SimpleNamespace(workerinput={"workercount": 2},
+                             pluginmanager=SimpleNamespace(get_plugin=lambda name: plugins.get(name)),
+                             hook=SimpleNamespace(pytest_deselected=lambda items: None))
+    part.config = config
+    monkeypatch.setattr(scheduling, "requested", lambda config: True)
+    monkeypatch.setattr(scheduling, "loaded", lambda config: SimpleNamespace(cases={c: SimpleNamespace(autotune_configs=0) for c in cases}))
+    monkeypatch.setattr(scheduling, "expected_costs", lambda config, measured=None: lambda cell: cell.row.spec.cost)
+    monkeypatch.setattr(scheduling, "shard_costs", lambda config: lambda cell: cell.row.spec.cost)
+    scheduling.pytest_collection_modifyitems(config, items)
+    kept = [scheduling.cell_of(i) for i in items]
+    assert kept and len(kept) < len(cells)
+    gap = scheduling.SPACING_ROUNDS * 2
+    first: dict[str, int] = {}
+    for place, cell in enumerate(kept):
+        for build in scheduling.shared_builds(cell):
+            if build in first:
+                assert place >= first[build] + gap or place == first[build], (cell.id, build, place, first[build])
+            first.setdefault(build, place)
+    assert any(scheduling.shared_builds(c) for c in kept[gap:])
