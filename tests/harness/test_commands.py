@@ -267,6 +267,8 @@ CHECKS: dict[str, Check] = {
     "triton-compat-matrix run ...": printed("test_the_matrix_commands_of_the_docs_and_of_the_harnesss_usage_errors_collect_as_printed"),
     "python -m harness report results.json --out DIR": printed("test_supports_picture_hint_and_historys_pointer_to_diff_run_as_printed"),
     "python -m harness.execution.warm_cache": Check("internal", "the warm-cache row's new process, fed a request's path a line on stdin"),
+    "python -m harness.execution.prebuild BUILD CACHES PACKAGES WORKDIR": Check(
+        "internal", "a run's own build, which the controller starts as the run starts; test_speed runs it"),
     "python aoti_serve.py DEVICE": Check("internal", "the fresh-process row's server, fed packages a line on stdin"),
     "python -m": fragment("Python's -m, named in a comment"),
     "pip install": fragment("pip's install command, named in a sentence that adds options to it"),
