@@ -34,7 +34,7 @@ from typing import Any
 from harness.authoring import registry
 from harness.environment import vec_isa
 from harness.execution import autotune_timing, profiling
-from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session
+from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
 from harness.execution.zygote import FORKED_ENV
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
@@ -434,7 +434,7 @@ def main(case_modules: list[str]) -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     _configure_torch()
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+        vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)  # its checks forked from the zygote
     broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
     phase("dtype probe")
     # torch's import leaves millions of long-lived objects: the collection after every cell need not

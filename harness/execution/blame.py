@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, Callable
 
 import triton
+
 from harness.authoring.case import KERNEL_TYPES, Case, kernel_function
 from harness.model.outcome import CaseCodeError, Stage
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -302,10 +303,10 @@ _ZYGOTE = Zygote(os.environ.get(ZYGOTE_ENV) or None)
 
 
 def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: str, zygote: Zygote | None = None,
-           binary: bool = False) -> _Forked | None:
-    """The command's process forked from `zygote` (this process's helpers' by default), or None where it is not a
-    Python module or script run by this interpreter, or the zygote cannot serve it (the caller then starts it with
-    subprocess). Its pipes are text, or bytes with `binary`."""
+           binary: bool = False, cwd: str | None = None) -> _Forked | None:
+    """The command's process forked from `zygote` (this process's helpers' by default), in `cwd` (this process's by
+    default), or None where it is not a Python module, script or `-c` code run by this interpreter, or the zygote
+    cannot serve it (the caller then starts it with subprocess). Its pipes are text, or bytes with `binary`."""
     zygote = zygote or _ZYGOTE
     if len(command) < 2 or command[0] != sys.executable:
         return None
@@ -313,6 +314,8 @@ def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: 
     arguments = command[2:] if safe_path else command[1:]
     if len(arguments) >= 2 and arguments[0] == "-m":
         target: dict[str, Any] = {"module": arguments[1], "args": arguments[2:], "safe_path": safe_path}
+    elif len(arguments) >= 2 and arguments[0] == "-c":
+        target = {"code": arguments[1], "args": arguments[2:], "safe_path": safe_path}
     elif arguments and arguments[0].endswith(".py"):
         target = {"script": arguments[0], "args": arguments[1:], "safe_path": safe_path}
     else:
@@ -321,7 +324,8 @@ def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: 
     status = os.path.join(folder, f"exit{zygote.made}{STATUS_SUFFIX}")
     env = dict(env if env is not None else os.environ)
     set_while_running = sorted(k for k, v in os.environ.items() if _ENV_AT_START.get(k) != v and env.get(k) == v)
-    request = {**target, "env": env, "set_while_running": set_while_running, "cwd": os.getcwd(), "stderr": stderr, "status": status}
+    request = {**target, "env": env, "set_while_running": set_while_running, "cwd": cwd or os.getcwd(), "stderr": stderr,
+               "status": status}
     child_in, parent_in = os.pipe()
     parent_out, child_out = os.pipe()
     try:
@@ -335,3 +339,29 @@ def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: 
         return None
     return _Forked(pid, parent_in, parent_out, status, zygote, binary)
 
+
+
+def python_status(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+                  timeout: float | None = None) -> int | None:
+    """Run a Python command (`python -c CODE`, `-m MODULE`, `SCRIPT.py`) in a process forked from this process's zygote
+    and wait for its exit status, what it prints dropped; None where the zygote cannot serve it. Past `timeout` it is
+    killed and subprocess.TimeoutExpired raised, as subprocess.run does."""
+    folder = tempfile.mkdtemp(prefix="tcm-python-")
+    try:
+        proc = forked(command, env, folder, os.devnull, cwd=cwd, binary=True)
+        if proc is None:
+            return None
+        proc.stdin.close()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:  # read what it prints until it ends, so that it never waits on a full pipe
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                proc.kill()
+                raise subprocess.TimeoutExpired(command, timeout or 0.0)
+            ready, _, _ = select.select([proc.stdout], [], [], 1.0 if left is None else min(left, 1.0))
+            if ready and not os.read(proc.stdout.fileno(), 1 << 16):
+                break
+        proc.stdout.close()
+        return proc.wait(None if deadline is None else max(deadline - time.monotonic(), 1.0))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from harness.execution.helper_process import ASKED_BY_ENV, Zygote, exit_with_asker, forked, kill_session
+from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
 from harness.model.cell import Cell
 from harness.model.rows import Kind
 
@@ -58,7 +58,7 @@ def _as_a_runner(caches: str) -> None:
     from harness.environment import vec_isa
 
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+        vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)
 
 
 def _add_one(x: Any) -> Any:
@@ -137,7 +137,8 @@ class Prebuilding:
     def _start(self, prebuild: Prebuild, zygote: Zygote | None) -> Any:
         workdir = tempfile.mkdtemp(prefix=f"prebuild-{prebuild.key}-", dir=self.folder)
         command = [sys.executable, "-m", __name__, prebuild.key, self.caches, self.packages, workdir]
-        env = {**self.env, ASKED_BY_ENV: str(os.getpid())}
+        # Its helpers (the probe's Python processes) are forked from the run's zygote too.
+        env = {**self.env, ASKED_BY_ENV: str(os.getpid()), **({ZYGOTE_ENV: self.zygote} if self.zygote else {})}
         proc = zygote and forked(command, env, workdir, self.log, zygote)
         if not proc:
             with open(self.log, "a") as log:

@@ -126,13 +126,23 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_pat
         pythonpath = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
         import runpy
 
-        # What `python -m MODULE` (the working directory) or `python SCRIPT.py` (the script's folder) puts first, unless -P.
-        where = request["cwd"] if request.get("module") else os.path.dirname(os.path.abspath(request["script"]))
+        # What `python -m MODULE` (the working directory), `python -c CODE` (the working directory, as "") or `python
+        # SCRIPT.py` (the script's folder) puts first, unless -P.
+        if request.get("module"):
+            where = request["cwd"]
+        elif request.get("code") is not None:
+            where = ""
+        else:
+            where = os.path.dirname(os.path.abspath(request["script"]))
         first = [] if request.get("safe_path") else [where]
         if request.get("module"):
             sys.argv = ["-m", *request["args"]]
             sys.path[:] = [*first, *pythonpath, *base_path]
             runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+        elif request.get("code") is not None:
+            sys.argv = ["-c", *request["args"]]
+            sys.path[:] = [*first, *pythonpath, *base_path]
+            exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
         else:
             sys.argv = [request["script"], *request["args"]]
             sys.path[:] = [*first, *pythonpath, *base_path]
@@ -224,7 +234,7 @@ def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: lis
     try:
         refused = _refusal(request)
         if refused:
-            print(f"zygote: refused {request.get('module') or request.get('script')}: {refused}", file=sys.stderr, flush=True)
+            print(f"zygote: refused {request.get('module') or request.get('script') or '-c'}: {refused}", file=sys.stderr, flush=True)
             return f"refused {refused}"
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # the child's pid is known before it is reaped
         try:

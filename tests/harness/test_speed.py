@@ -310,3 +310,40 @@ def test_with_shard_the_cells_that_take_what_another_builds_are_spaced_in_the_pa
                 assert place >= first[build] + gap or place == first[build], (cell.id, build, place, first[build])
             first.setdefault(build, place)
     assert any(scheduling.shared_builds(c) for c in kept[gap:])
+
+
+_FORKED_PROBE = """
+import json, os, sys
+from torch._inductor import cpu_vec_isa
+from harness.environment import vec_isa
+from harness.execution.helper_process import python_status
+
+statuses = []
+def python(command, env, cwd, timeout):
+    # torch 2.12 and later point the loader at torch's libraries for a check's process that does not import torch,
+    # which a process forked from the zygote has loaded already.
+    env = {k: v for k, v in (env or os.environ).items() if k != "LD_LIBRARY_PATH"} | {
+        k: v for k, v in os.environ.items() if k == "LD_LIBRARY_PATH"}
+    statuses.append(python_status(command, env, cwd, timeout))
+    return statuses[-1]
+vec_isa.share(sys.argv[1], python=python)
+isas = cpu_vec_isa.valid_vec_isa_list()
+print(json.dumps({"statuses": statuses, "isas": [[str(i), i.build_arch_flags()] for i in isas]}))
+"""
+
+
+def test_the_vector_isa_probes_python_processes_forked_from_the_zygote_give_subprocesss_answers(tmp_path):
+    """Each check of the probe loads its library in a new Python process: forked from the zygote (torch imported), the
+    same code gives the same ISAs and flags as the processes Inductor starts with subprocess."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+
+    def probe(script, name):
+        out = subprocess.run([sys.executable, "-c", script, str(tmp_path / name)], cwd=ROOT,
+                             env=env | {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / name / "inductor")},
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads(out.stdout.splitlines()[-1])
+
+    started, forked = probe(_PROBE, "subprocess"), probe(_FORKED_PROBE, "forked")
+    assert forked["statuses"] and None not in forked["statuses"], forked  # every check's process was forked
+    assert forked["isas"] == started["isas"]
