@@ -244,6 +244,8 @@ CHECKS: dict[str, Check] = {
                  "test_runner and test_pytest_matrix fork runners from it, test_time_spent helpers"),
     "python -m MODULE": fragment("the kind of command a helper process forked from the zygote stands for; test_time_spent"),
     "python SCRIPT.py": fragment("the kind of command a helper process forked from the zygote stands for; test_time_spent"),
+    "python -c CODE": fragment("the kind of command a helper process forked from the zygote stands for (the vector-ISA "
+                               "probe's checks); test_speed"),
     "python -m harness repro CELL [--results FILE] [--out FILE] [--cases SPEC]": helped(),
     "python -m harness repro --check RESULTS.json --out DIR": helped(),
     "python -m harness repro CELL --results results.json": helped(),
