@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.authoring import registry
-from harness.environment import vec_isa
+from harness.environment import machine, vec_isa
 from harness.execution import autotune_timing, profiling
 from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
 from harness.execution.zygote import FORKED_ENV
@@ -422,16 +422,15 @@ def main(case_modules: list[str]) -> None:
         phases[name] = round(time.perf_counter() - began, 2)
         began = time.perf_counter()
 
-    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
-
     autotune_timing.install()  # before the case modules: one that binds Triton's benchmarker binds the capped one
-    from harness.execution.execute import Execution  # the child's side only, as torch above
+    # The child's side only, here and not at the top: the runner's parent side runs in the plugin, which needs no torch.
+    from harness.execution.execute import Execution
 
     cases = registry.load(case_modules).cases  # the plugin reports the problems
-    from harness.environment.probe import broken_dtypes  # the child's side only, as torch above
+    from harness.environment.probe import broken_dtypes  # the child's side only, as Execution above
 
     phase("cases")
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = machine.cells_device()
     _configure_torch()
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
         vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)  # its checks forked from the zygote

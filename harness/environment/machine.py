@@ -37,6 +37,13 @@ def compiler() -> Compiler:
                     version=_run(resolved, "--version") if path else None)
 
 
+def cells_device() -> str:
+    """The device a run's cells use, but rows that name their own: its GPU, else the CPU (Triton's interpreter)."""
+    import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def gpu() -> Gpu:
     import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
 

@@ -340,7 +340,6 @@ def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: 
     return _Forked(pid, parent_in, parent_out, status, zygote, binary)
 
 
-
 def python_status(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
                   timeout: float | None = None) -> int | None:
     """Run a Python command (`python -c CODE`, `-m MODULE`, `SCRIPT.py`) in a process forked from this process's zygote

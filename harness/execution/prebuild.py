@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from harness.environment import machine
 from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
 from harness.model.cell import Cell
 from harness.model.rows import Kind
@@ -45,12 +46,6 @@ class Prebuild:
     key: str
     what: str
     build: Callable[[str, str, str], None]  # (the run's caches, its packages' folder, a folder of this process's own)
-
-
-def _device() -> str:
-    import torch  # here, not at the top: the controller and the scheduler read this module's names, and need no torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"  # as the runner chooses for its cells
 
 
 def _as_a_runner(caches: str) -> None:
@@ -74,7 +69,7 @@ def _aoti_header(caches: str, packages: str, workdir: str) -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return _add_one(x)
 
-    program = torch.export.export(AddOne(), (torch.ones(8, device=_device()),))
+    program = torch.export.export(AddOne(), (torch.ones(8, device=machine.cells_device()),))
     torch._inductor.aoti_compile_and_package(program, package_path=os.path.join(workdir, "add-one.pt2"))
 
 
@@ -82,7 +77,7 @@ def _cpp_wrapper_header(caches: str, packages: str, workdir: str) -> None:
     import torch
 
     _as_a_runner(caches)
-    torch.compile(_add_one, fullgraph=True, options={"cpp_wrapper": True})(torch.ones(8, device=_device()))
+    torch.compile(_add_one, fullgraph=True, options={"cpp_wrapper": True})(torch.ones(8, device=machine.cells_device()))
 
 
 def _cpp_runner(caches: str, packages: str, workdir: str) -> None:
