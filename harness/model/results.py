@@ -48,6 +48,11 @@ class Results:
     # What the run built for its cells before they asked (harness.execution.prebuild), each {"build", "seconds", "cpu_s",
     # "error"}: not a cell's work, so not in any cell's timings. Absent from files written before it was built.
     prebuilt: list[dict[str, Any]] = field(default_factory=list)
+    # Where the run's start went (harness.plugin.controller): "started", the controller's start as a Unix time (the
+    # cells' `finished` are too), and seconds from it to "first_configured" and "last_configured" (xdist sets its
+    # workers up one after another) and to "first_collected" and "last_collected" (their collections done). Absent
+    # from files written before.
+    timeline: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +64,7 @@ class Results:
             "wall_time_s": self.wall_time_s,
             "problems": self.problems,
             "prebuilt": self.prebuilt,
+            "timeline": self.timeline,
             "fingerprint": self.fingerprint.to_json(),
             "cells": [c.to_json() for c in sorted(self.cells, key=lambda c: c.cell.id)],
         }
@@ -122,6 +128,7 @@ def load(path: str) -> Results:
             problems=data.get("problems", []),
             interrupted=data.get("interrupted"),
             prebuilt=data.get("prebuilt", []),
+            timeline=data.get("timeline", {}),
         )
     except CellIdError as exc:
         raise ResultsError(f"{path}: unknown cell id: {exc}") from None
@@ -171,7 +178,8 @@ def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
     return Results(fingerprint=fingerprint, cells=list(cells.values()), complete=not missing and not parts_absent,
                    missing=sorted(missing), wall_time_s=sum(wall) if wall else None,
                    interrupted=stopped if missing or parts_absent else None,
-                   prebuilt=[p for _, r in (runs[:1] if rerun else runs) for p in r.prebuilt])
+                   prebuilt=[p for _, r in (runs[:1] if rerun else runs) for p in r.prebuilt],
+                   timeline=first.timeline if len(runs) == 1 else {})  # one run's start; merged runs had several
 
 
 def _rerun_record(path: str, run: Results) -> Rerun:

@@ -79,6 +79,7 @@ class MatrixController:
         self._workers = 1  # as the first worker was told
         self._env: dict[str, str] | None = None  # the runners' environment (_runners_env)
         self._prebuilding: prebuild.Prebuilding | None = None  # the run's own builds (harness.execution.prebuild)
+        self._timeline: dict[str, float] = {"started": self.started}  # Results.timeline
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
             self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
@@ -89,9 +90,11 @@ class MatrixController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
+        self._timeline.setdefault("first_configured", round(time.time() - self.started, 2))
         self._workers = node.workerinput["workercount"]
         node.workerinput["tcm_run_caches"] = self.run_caches
         node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.run_zygote(node.workerinput["workercount"])
+        self._timeline["last_configured"] = round(time.time() - self.started, 2)
 
     def run_zygote(self, workers: int) -> str | None:
         """The socket of the run's zygote (harness.execution.zygote), which forks every runner process of the run and
@@ -144,6 +147,8 @@ class MatrixController:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._timeline.setdefault("first_collected", round(time.time() - self.started, 2))
+        self._timeline["last_collected"] = round(time.time() - self.started, 2)
         self._collected(ids)
 
     def _collected(self, nodeids: list[str]) -> None:
@@ -307,6 +312,7 @@ class MatrixController:
             problems=[p.to_json() for p in problems],
             interrupted=self._why_stopped(session) if missing else None,
             prebuilt=self._prebuilding.results() if self._prebuilding is not None else [],
+            timeline=self._timeline,
         )
         report_dir = self._final_report_dir(results.complete)
         written = report.write(results, report_dir)

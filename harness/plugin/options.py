@@ -62,8 +62,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "on each); `python -m harness report` merges the parts' results.json files. Default report "
                          f"directory: {DEFAULT_REPORT_DIR}/shard-K-of-N")
     group.addoption("--shard-timings", default=None, metavar="RESULTS_JSON",
-                    help="with --shard: balance the parts by each cell's work in this earlier run "
-                         "(default: the measured mean of each row, as the run's estimate uses)")
+                    help="with --shard: balance the parts, and order each part's cells, by each cell's work in this earlier "
+                         "run, keeping each case in one part where it fits (default: the measured mean of each row, as the "
+                         "run's estimate uses, each case's wrapping styles dealt apart)")
 
 
 def with_values_joined(args: list[str]) -> list[str]:

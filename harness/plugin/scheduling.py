@@ -39,13 +39,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     cases = loaded(config).cases
     rows = list(Row)
 
-    expected = expected_costs(config)
+    expected = cell_costs(config)
 
     def cost(item: pytest.Item) -> tuple[float, int, bool]:
         cell = cell_of(item)
         if cell is None or cell.case not in cases:
             return 0.0, 0, False
-        # The row's measured cost, plus the autotuning its case's kernels redo for each new input size. Among
+        # The cell's work in --shard-timings, else its row's measured mean; plus the autotuning its case's kernels
+        # redo for each new input size, so that the autotuned cases' cells start first whatever they measured. Among
         # cells of one cost, row by row; in a row, the controls first: a cell that fails where its control failed
         # is shown as ENV. Then the cells that take what another builds are spaced from it (`spaced`).
         return (-(expected(cell) + AUTOTUNE_COST_PER_CONFIG * cases[cell.case].autotune_configs), rows.index(cell.row),
@@ -54,7 +55,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=cost)
     part = config.pluginmanager.get_plugin(SHARD)
     if part is not None:
-        part.keep_this_part(items)
+        part.keep_this_part(items, expected)
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     if workers > 1:  # one process runs one cell at a time: nothing waits for another cell there
         items[:] = spaced(items, lambda item: shared_builds(cell) if (cell := cell_of(item)) else (), SPACING_ROUNDS * workers)
@@ -111,11 +112,12 @@ class MatrixShard:
     def __init__(self, config: pytest.Config, part: shard.Shard):
         self.config, self.part = config, part
 
-    def keep_this_part(self, items: list[pytest.Item]) -> None:
-        """Of the cells -k, --deselect and --lf left, this runner's part (in their order); the others deselected."""
+    def keep_this_part(self, items: list[pytest.Item], cost: Callable[[Cell], float]) -> None:
+        """Of the cells -k, --deselect and --lf left, this runner's part (in their order) by `cost` (`cell_costs`);
+        the others deselected."""
         config = self.config
         cells = {cell: item for item in items if (cell := cell_of(item)) is not None}
-        parts = shard.partition(cells, shard_costs(config), self.part.count)
+        parts = shard.partition(cells, cost, self.part.count, whole_cases=bool(config.getoption("shard_timings")))
         others = {cells[cell] for n, part in enumerate(parts, 1) if n != self.part.index for cell in part}
         if others:
             config.hook.pytest_deselected(items=[item for item in items if item in others])
@@ -144,8 +146,9 @@ def expected_costs(config: pytest.Config, measured: Callable[[Cell], float | Non
     return cost
 
 
-def shard_costs(config: pytest.Config) -> Callable[[Cell], float]:
-    """What balances the parts of --shard: each cell's work in --shard-timings, else its expected cost."""
+def cell_costs(config: pytest.Config) -> Callable[[Cell], float]:
+    """What orders the cells and balances the parts of --shard: each cell's work in --shard-timings, else its
+    expected cost."""
     timings = config.getoption("shard_timings")
     if not timings:
         return expected_costs(config)

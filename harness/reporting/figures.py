@@ -44,6 +44,10 @@ class Figures:
     cores: int | None = None
     by_row: list[RowFigures] = field(default_factory=list)
     prebuilt: list[dict[str, Any]] = field(default_factory=list)  # Results.prebuilt: built for the cells before they asked
+    # Seconds from the controller's start (Results.timeline): the first and last worker set up, their collections done
+    # (first, last), the first cell begun (its runner starting), the last cell done, the reports begun. Empty for a
+    # results file without a timeline.
+    timeline: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,7 +122,29 @@ def figures(results: Results, wall_s: float) -> Figures:
         cpu_s=sum(c.timings.cpu for c in cells),
         by_row=sorted(rows.values(), key=lambda r: -r.work_s),
         prebuilt=list(results.prebuilt),
+        timeline=_timeline(results, cells),
     )
+
+
+def _timeline(results: Results, cells: list[Any]) -> dict[str, float]:
+    started = results.timeline.get("started")
+    if started is None:
+        return {}
+    timeline = {k: v for k, v in results.timeline.items() if k != "started"}
+    timeline["first cell begun"] = min(c.timings.finished - c.timings.wall for c in cells) - started
+    timeline["last cell done"] = max(c.timings.finished for c in cells) - started
+    if results.wall_time_s is not None:
+        timeline["reports begun"] = results.wall_time_s
+    return timeline
+
+
+def timeline_text(timeline: dict[str, float]) -> str | None:
+    """Where the run's start and end went, in a line: seconds from the controller's start."""
+    if not timeline:
+        return None
+    said = {"first_configured": "first worker set up", "last_configured": "last worker set up", "first_collected": "first collected",
+            "last_collected": "last collected"}
+    return ", ".join(f"{said.get(k, k)} {v:.1f}" for k, v in timeline.items())
 
 
 def prebuilt_text(prebuilt: list[dict[str, Any]]) -> str | None:
@@ -159,6 +185,8 @@ def render(f: Figures, fingerprint: Fingerprint, command: str) -> str:
     ]
     if (built := prebuilt_text(f.prebuilt)) is not None:
         lines.append(f"built before the cells       {built} (harness.execution.prebuild; in no cell's work or CPU)")
+    if (timeline := timeline_text(f.timeline)) is not None:
+        lines.append(f"timeline, s from the start    {timeline} (a runner's start is in its first cell)")
     if f.cores:
         # Not a bound on the wall time: CUDA waits for the GPU busily by default, so a cell waiting for a GPU that
         # other cells keep busy (autotuners timing configs) counts that wait as CPU time too.

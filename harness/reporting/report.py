@@ -19,7 +19,7 @@ from harness.model.results import Results
 from harness.model.rows import Row
 from harness.reporting import picture as matrix_picture
 from harness.reporting import tutorial, why
-from harness.reporting.figures import figures, prebuilt_text
+from harness.reporting.figures import figures, prebuilt_text, timeline_text
 
 
 def _environment_lines(results: Results) -> list[str]:
@@ -367,6 +367,8 @@ def timing_lines(results: Results) -> list[str]:
         )
     if (built := prebuilt_text(f.prebuilt)) is not None:
         lines.append(f"- built for the cells as the run started, in no cell's work: {built}")
+    if (timeline := timeline_text(f.timeline)) is not None:
+        lines.append(f"- the run's start and end, seconds from its start: {timeline}")
     return lines
 
 

@@ -36,11 +36,12 @@ def test_a_case_and_style_stay_in_one_part_so_its_aoti_packages_are_built_once()
             assert where.setdefault(shard.group(cell), n) == n
 
 
-def test_the_parts_are_balanced_within_the_longest_first_bound():
+@pytest.mark.parametrize("whole_cases", [False, True])
+def test_the_parts_are_balanced_within_the_longest_first_bound(whole_cases):
     cells = all_cells(CASES)
     cost = lambda c: row_cost(c) * (4 if c.case == "case3" else 1)  # noqa: E731 - one case costs four times as much
     for count in (2, 3, 5, 8):
-        loads = [sum(cost(c) for c in part) for part in shard.partition(cells, cost, count)]
+        loads = [sum(cost(c) for c in part) for part in shard.partition(cells, cost, count, whole_cases=whole_cases)]
         groups: dict = {}
         for c in cells:
             groups[shard.group(c)] = groups.get(shard.group(c), 0) + cost(c)
@@ -48,11 +49,37 @@ def test_the_parts_are_balanced_within_the_longest_first_bound():
         assert max(loads) <= best_possible * 4 / 3, (count, loads)
 
 
+def test_with_measured_costs_each_case_that_fits_stays_in_one_part_so_its_styles_share_its_triton_kernels():
+    cells = all_cells(CASES)
+    parts = shard.partition(cells, row_cost, 4, whole_cases=True)
+    assert [len({c.case for c in part}) for part in parts] == [3, 3, 3, 3]
+    assert len({frozenset(c.case for c in part) for part in parts}) == 4  # no case in two parts
+
+
+def test_with_measured_costs_a_case_past_an_equal_share_is_split_by_style_and_the_parts_still_balance():
+    cells = all_cells(CASES[:2])
+    cost = lambda c: row_cost(c) * (3 if c.case == CASES[0] else 1)  # noqa: E731 - one case three times the other
+    parts = shard.partition(cells, cost, 4, whole_cases=True)
+    assert all(parts) and len({n for n, part in enumerate(parts) for c in part if c.case == CASES[0]}) >= 3
+    # by style, never within one: each case's style in exactly one part
+    assert len({shard.group(c) for c in cells}) == sum(len({shard.group(c) for c in part}) for part in parts)
+    loads = [sum(cost(c) for c in part) for part in parts]
+    largest_style = max(sum(cost(c) for c in cells if shard.group(c) == key) for key in {shard.group(c) for c in cells})
+    assert max(loads) <= 4 / 3 * max(sum(loads) / 4, largest_style), loads
+
+
+def test_without_measured_costs_a_case_s_styles_are_dealt_apart():
+    parts = shard.partition(all_cells(CASES), row_cost, 4)
+    assert sum(len({c.case for c in part}) for part in parts) > len(CASES)
+
+
 def test_every_runner_computes_the_same_split_whatever_order_it_collected_in():
     cells = all_cells(CASES)
     shuffled = list(cells)
     random.Random(1).shuffle(shuffled)
-    assert [set(p) for p in shard.partition(cells, row_cost, 4)] == [set(p) for p in shard.partition(shuffled, row_cost, 4)]
+    for whole_cases in (False, True):
+        assert ([set(p) for p in shard.partition(cells, row_cost, 4, whole_cases)]
+                == [set(p) for p in shard.partition(shuffled, row_cost, 4, whole_cases)])
 
 
 def test_more_parts_than_groups_leaves_some_parts_empty_rather_than_failing():
@@ -168,3 +195,27 @@ def test_the_two_heaviest_groups_go_to_different_parts_whatever_their_names():
     cost = lambda c: 1000.0 if shard.group(c) in heavy else 1.0  # noqa: E731
     parts = shard.partition(cells, cost, 2)
     assert [sum(shard.group(c) in heavy for c in part) > 0 for part in parts] == [True, True]
+
+
+def test_a_runner_given_shard_timings_keeps_each_case_in_one_part_and_one_without_deals_its_styles_apart():
+    from types import SimpleNamespace
+
+    from harness.plugin import scheduling
+
+    class Item:  # what the split reads of a pytest item
+        def __init__(self, cell):
+            self.callspec = SimpleNamespace(params={"cell": cell})
+
+    cells = all_cells(CASES)
+    items = {c: Item(c) for c in cells}
+
+    def kept(timings):
+        config = SimpleNamespace(getoption=lambda name: timings if name == "shard_timings" else None,
+                                 hook=SimpleNamespace(pytest_deselected=lambda items: None))
+        mine = list(items.values())
+        scheduling.MatrixShard(config, shard.Shard(2, 4)).keep_this_part(mine, row_cost)
+        return {scheduling.cell_of(item) for item in mine}
+
+    with_timings, without = kept("earlier/results.json"), kept(None)
+    assert len({c.case for c in with_timings}) == 3 and all(c in with_timings for c in cells if c.case in {c.case for c in with_timings})
+    assert len({c.case for c in without}) == len(CASES)

@@ -55,6 +55,19 @@ def test_figures_bound_efficiency_overhead_and_memory_growth():
     assert "CPU time per core            12.0 s = the cells' CPU time / 4 cores" in speed.render(f, Fingerprint(), "python -m harness bench")
 
 
+def test_the_figures_say_when_the_run_s_first_cell_began_and_its_last_ended_from_its_start():
+    cells = [_cell("a-raw-eager", 10.0, 12.0, "gw0", finished=1000.0 + 20.0), _cell("b-raw-eager", 3.0, 4.0, "gw1", finished=1000.0 + 40.0)]
+    results = Results(fingerprint=Fingerprint(workers=2), cells=cells, wall_time_s=43.0,
+                      timeline={"started": 1000.0, "first_configured": 0.5, "last_configured": 1.5, "first_collected": 5.0,
+                                "last_collected": 7.25})
+    f = speed.figures(results, wall_s=50.0)
+    assert f.timeline == {"first_configured": 0.5, "last_configured": 1.5, "first_collected": 5.0, "last_collected": 7.25, "first cell begun": 8.0,
+                          "last cell done": 40.0, "reports begun": 43.0}
+    assert ("timeline, s from the start    first worker set up 0.5, last worker set up 1.5, first collected 5.0, last collected 7.2, first cell begun 8.0, "
+            "last cell done 40.0, reports begun 43.0") in speed.render(f, Fingerprint(), "python -m harness bench")
+    assert speed.figures(Results(fingerprint=Fingerprint(), cells=cells), wall_s=50.0).timeline == {}  # a file written before
+
+
 def test_version_1_results_files_still_load_with_their_timings_renamed():
     path = os.path.join(ROOT, "tests", "harness", "data", "results-v1.json")  # three cells of a CPU run of 1b7df5f
     old = load(path)
@@ -272,6 +285,9 @@ def test_what_the_cells_share_is_built_as_the_run_starts_and_a_build_failing_the
     assert list(built) == ["aoti_header", "cpp_wrapper_header", "cpp_runner"]
     assert "C++ compiler" in built["aoti_header"]["error"] and "building the C++ runner failed" in built["cpp_runner"]["error"]
     assert "built for the cells as the run started, in no cell's work: aoti_header not built (" in (tmp_path / "n2" / "MATRIX.md").read_text()
+    timeline = runs[2]["timeline"]  # the run's start, as the controller saw it
+    began = min(c["timings"]["finished"] - c["timings"]["wall"] for c in runs[2]["cells"]) - timeline["started"]
+    assert 0 < timeline["first_configured"] <= timeline["last_configured"] <= timeline["first_collected"] <= timeline["last_collected"] <= began
 
 
 def test_with_shard_the_cells_that_take_what_another_builds_are_spaced_in_the_parts_own_order(monkeypatch):
@@ -293,12 +309,11 @@ def test_with_shard_the_cells_that_take_what_another_builds_are_spaced_in_the_pa
     plugins = {"tcm-shard": part}
     config = SimpleNamespace(workerinput={"workercount": 2},
                              pluginmanager=SimpleNamespace(get_plugin=lambda name: plugins.get(name)),
-                             hook=SimpleNamespace(pytest_deselected=lambda items: None))
+                             hook=SimpleNamespace(pytest_deselected=lambda items: None), getoption=lambda name: None)
     part.config = config
     monkeypatch.setattr(scheduling, "requested", lambda config: True)
     monkeypatch.setattr(scheduling, "loaded", lambda config: SimpleNamespace(cases={c: SimpleNamespace(autotune_configs=0) for c in cases}))
-    monkeypatch.setattr(scheduling, "expected_costs", lambda config, measured=None: lambda cell: cell.row.spec.cost)
-    monkeypatch.setattr(scheduling, "shard_costs", lambda config: lambda cell: cell.row.spec.cost)
+    monkeypatch.setattr(scheduling, "cell_costs", lambda config: lambda cell: cell.row.spec.cost)
     scheduling.pytest_collection_modifyitems(config, items)
     kept = [scheduling.cell_of(i) for i in items]
     assert kept and len(kept) < len(cells)
@@ -310,6 +325,42 @@ def test_with_shard_the_cells_that_take_what_another_builds_are_spaced_in_the_pa
                 assert place >= first[build] + gap or place == first[build], (cell.id, build, place, first[build])
             first.setdefault(build, place)
     assert any(scheduling.shared_builds(c) for c in kept[gap:])
+
+
+def test_with_shard_timings_the_cells_start_in_the_order_of_their_measured_work(monkeypatch, tmp_path):
+    """An earlier run's timings order a part's cells as they split them: a cell measured long starts before cells its
+    row's mean says cost more."""
+    from types import SimpleNamespace
+
+    from harness.model.fingerprint import Fingerprint
+    from harness.model.outcome import CellResult, Outcome
+    from harness.model.results import Results, save
+    from harness.plugin import scheduling
+
+    class Item:
+        def __init__(self, cell):
+            self.callspec, self.nodeid = SimpleNamespace(params={"cell": cell}), cell.id
+
+    cells = [Cell("add", Wrapping.RAW, row) for row in (Row.EAGER, Row.AOTI_STRICT, Row.COMPILE_DEFAULT)]
+    measured = []
+    for cell, work in zip(cells, (90.0, 5.0, 1.0)):  # eager measured the longest
+        result = CellResult(cell, Outcome.PASS)
+        result.timings.work = work
+        measured.append(result)
+    timings = tmp_path / "results.json"
+    save(Results(fingerprint=Fingerprint(), cells=measured), str(timings))
+    options = {"shard_timings": str(timings)}
+    config = SimpleNamespace(getoption=lambda name: options.get(name), pluginmanager=SimpleNamespace(get_plugin=lambda name: None))
+    monkeypatch.setattr(scheduling, "requested", lambda config: True)
+    monkeypatch.setattr(scheduling, "profile_name", lambda config: "matrix")
+    case = SimpleNamespace(autotune_configs=0, module="harness.cases.add", tags=())
+    monkeypatch.setattr(scheduling, "loaded", lambda config: SimpleNamespace(cases={"add": case}))
+    items = [Item(c) for c in cells]
+    scheduling.pytest_collection_modifyitems(config, items)
+    assert [scheduling.cell_of(i).row for i in items] == [Row.EAGER, Row.AOTI_STRICT, Row.COMPILE_DEFAULT]
+    options.clear()
+    scheduling.pytest_collection_modifyitems(config, items)
+    assert [scheduling.cell_of(i).row for i in items][-1] == Row.EAGER  # by the rows' means, eager is the cheapest
 
 
 _FORKED_PROBE = """
