@@ -5,7 +5,8 @@ The cells of one case and wrapping style always stay in one part: its AOTInducto
 fresh-process runtimes, strict and non-strict export) share the packages they build within a run, and split across
 runners each part would build them again. With an earlier run's timings (`--shard-timings`), a case's styles stay
 together too, where the case fits in its part: they share the case's Triton kernels (the autotuned ones compile every
-config), which each part that holds one of its styles compiles again. A case that would take the least loaded part
+config), which each part that holds one of its styles compiles again (on the built-in matrix a small share of a part's
+CPU, not measurable apart from the machine's variance: docs/speed.md). A case that would take the least loaded part
 past an equal share of the work is split into its styles, so that few cases, or one costly one, still balance.
 Without timings every case looks alike (each row's mean), and a case whole in one part would deal the real
 differences between cases unevenly: the styles are dealt apart. The groups are dealt longest first to the part with
