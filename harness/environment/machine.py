@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import json
 import os
 import platform
 import shutil
@@ -72,14 +74,15 @@ def git_commit() -> GitCommit:
     return GitCommit(commit=commit, dirty=dirty)
 
 
-def fingerprint(interpreter: bool, profile: Profile, workers: int, caches: str = "fresh") -> Fingerprint:
-    import hypothesis  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
+def this_machine() -> Fingerprint:
+    """What this machine and its installs are, with nothing of a run: the versions, the GPU, the CPU, the C++ compiler,
+    CMake and the commit. Seconds: it imports torch and Inductor's C++ builder, asks the GPU, and starts nvidia-smi,
+    the compiler, cmake and git; a run reads it beside its first cells (read_in_a_process)."""
     import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
     import triton
 
-    recorded = profile.to_json()
     return Fingerprint(
-        mode=INTERPRETER if interpreter else "gpu",
+        mode=INTERPRETER if cells_device() == "cpu" else "gpu",
         torch=torch.__version__,
         triton=triton.__version__,
         cuda=torch.version.cuda,
@@ -87,12 +90,45 @@ def fingerprint(interpreter: bool, profile: Profile, workers: int, caches: str =
         python=platform.python_version(),
         platform=platform.platform(),
         cpus=os.cpu_count(),
+        cpu=cpu_model(),
         compiler=compiler(),
         cmake=_run("cmake", "--version"),
-        hypothesis=ProfileUsed.from_json({"version": hypothesis.__version__, **recorded}),
         git=git_commit(),
-        workers=workers,
-        caches=caches,
-        command=" ".join(["pytest" if "pytest" in sys.argv[0] else os.path.basename(sys.argv[0]), *sys.argv[1:]]),
-        time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     )
+
+
+def read_in_a_process() -> Fingerprint | None:
+    """this_machine(), read by a Python process of its own in this one's environment (a thread of this process could
+    meet a module half-initialized that the main thread, loading cases, imports at the same moment); None where that
+    process fails."""
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this harness, not another
+    path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
+    try:
+        out = subprocess.run([sys.executable, "-m", "harness.environment.machine"], capture_output=True, text=True, timeout=300,
+                             check=False, env={**os.environ, "PYTHONPATH": path})
+        return Fingerprint.from_json(json.loads(out.stdout)) if out.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return None
+
+
+def fingerprint(this: Fingerprint, profile: Profile, workers: int, caches: str = "fresh") -> Fingerprint:
+    """A run's fingerprint: this machine (this_machine()) with the run's command, examples profile, workers, caches and time."""
+    import hypothesis  # here, not at the top: the plugin is loaded into every pytest run, most of which need no hypothesis
+
+    return dataclasses.replace(this, hypothesis=ProfileUsed.from_json({"version": hypothesis.__version__, **profile.to_json()}),
+                               workers=workers, caches=caches,
+                               command=" ".join(["pytest" if "pytest" in sys.argv[0] else os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+                               time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name: two machines of one kind, with as many cores, can differ in speed."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+    except OSError:
+        return platform.processor() or None
+
+
+if __name__ == "__main__":  # read_in_a_process
+    print(json.dumps(this_machine().to_json()))

@@ -136,7 +136,7 @@ class Rerun(Record):
 class Fingerprint(Record):
     NESTED: ClassVar[dict[str, type[Record]]] = {"gpu": Gpu, "compiler": Compiler, "hypothesis": ProfileUsed, "git": GitCommit,
                                                  "shard": ShardPart, "shards": ShardsMerged, "reruns": Rerun}
-    OMITTED_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ("vec_isa", "runner_threads", "autotune_timing", "shard", "shards", "reruns")
+    OMITTED_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ("cpu", "vec_isa", "runner_threads", "autotune_timing", "shard", "shards", "reruns")
 
     mode: str | None = None  # "gpu" or INTERPRETER
     torch: str | None = None
@@ -146,6 +146,7 @@ class Fingerprint(Record):
     python: str | None = None
     platform: str | None = None
     cpus: int | None = None
+    cpu: str | None = None  # the CPU's model name: machines of one kind and core count can differ in speed
     compiler: Compiler = field(default_factory=Compiler)
     cmake: str | None = None  # builds the C++ runtime's runner (None: not found)
     hypothesis: ProfileUsed = field(default_factory=ProfileUsed)

@@ -12,6 +12,7 @@ import signal
 import tempfile
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterator
 
 import pytest
@@ -22,7 +23,7 @@ from harness.execution.helper_process import start_zygote, stop_zygote
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import ResultsError
-from harness.model.fingerprint import ShardPart
+from harness.model.fingerprint import Fingerprint, ShardPart
 from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
@@ -80,6 +81,7 @@ class MatrixController:
         self._env: dict[str, str] | None = None  # the runners' environment (_runners_env)
         self._prebuilding: prebuild.Prebuilding | None = None  # the run's own builds (harness.execution.prebuild)
         self._timeline: dict[str, float] = {"started": self.started}  # Results.timeline
+        self._this_machine: Future[Fingerprint | None] | None = None  # what the machine is, read beside the first cells
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
             self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
@@ -159,6 +161,21 @@ class MatrixController:
             self._announced = True
             self._prebuild()
             self._say(estimate.announce(self._plan()))
+            self._read_this_machine()
+
+    def _read_this_machine(self) -> Future[Fingerprint | None]:
+        """Start reading what this machine is (machine.this_machine(): seconds of imports, nvidia-smi, the compilers and
+        git) in a process of its own, beside the run's first cells, instead of after the last one; the reports take it."""
+        if self._this_machine is None:
+            def read() -> Fingerprint | None:
+                this = machine.read_in_a_process()
+                self._timeline["machine_read"] = round(time.time() - self.started, 2)
+                return this
+
+            reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tcm-this-machine")
+            self._this_machine = reader.submit(read)
+            reader.shutdown(wait=False)
+        return self._this_machine
 
     def _plan(self) -> estimate.Plan:
         import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
@@ -284,13 +301,11 @@ class MatrixController:
         if not self.results:
             self._nothing_measured(session, problems)
             return
-        import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
-
         profile = profile_name(self.config)
         workers = getattr(self.config.option, "numprocesses", None)
         missing = sorted(cell.id for cell in self.collected - set(self.results))
         cache_dir = self.config.getoption("cache_dir")
-        fingerprint = machine.fingerprint(interpreter=not torch.cuda.is_available(), profile=PROFILES[profile],
+        fingerprint = machine.fingerprint(self._read_this_machine().result() or machine.this_machine(), profile=PROFILES[profile],
                                           workers=workers if isinstance(workers, int) else 1,
                                           caches=f"reused from {os.path.abspath(cache_dir)}" if cache_dir else "fresh")
         fingerprint.vec_isa = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))

@@ -143,7 +143,7 @@ def timeline_text(timeline: dict[str, float]) -> str | None:
     if not timeline:
         return None
     said = {"first_configured": "first worker set up", "last_configured": "last worker set up", "first_collected": "first collected",
-            "last_collected": "last collected"}
+            "last_collected": "last collected", "machine_read": "machine read"}
     return ", ".join(f"{said.get(k, k)} {v:.1f}" for k, v in timeline.items())
 
 
@@ -169,7 +169,8 @@ def render(f: Figures, fingerprint: Fingerprint, command: str) -> str:
     lines = [
         f"command: {command}",
         f"device: {device}; torch {fingerprint.torch}, triton {fingerprint.triton}; "
-        f"{fingerprint.cpus} CPUs; caches: {fingerprint.caches or 'fresh'}; git {fingerprint.commit}",
+        f"{fingerprint.cpus} CPUs{f' ({fingerprint.cpu})' if fingerprint.cpu else ''}; caches: {fingerprint.caches or 'fresh'}; "
+        f"git {fingerprint.commit}",
         "",
         f"cells                        {f.cells}",
         f"workers                      {f.workers}",

@@ -35,7 +35,7 @@ def _environment_lines(results: Results) -> list[str]:
         lines.append("")
     device = f"{gpu.name} (driver {gpu.driver}, CUDA {fp.cuda})" if gpu.available else "CPU only"
     lines += [
-        f"- device: {device}",
+        f"- device: {device}{f'; {fp.cpus} CPUs ({fp.cpu})' if fp.cpu else ''}",
         f"- torch {fp.torch}, triton {fp.triton}, Python {fp.python}",
         f"- C++ compiler: CXX={cxx.cxx!s}, resolved `{cxx.path or cxx.resolved}` ({cxx.version}); "
         f"{fp.cmake or 'no CMake'} for the C++ runtime's runner",

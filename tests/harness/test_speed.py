@@ -237,6 +237,16 @@ def test_a_matrix_run_records_the_vector_isa_probe_in_its_fingerprint(tmp_path):
     assert found is not None and found["checks"] > 0 and isinstance(found["isas"], list)
 
 
+def test_what_a_process_of_its_own_reads_of_the_machine_is_what_this_process_reads():
+    """The run reads the machine's facts in a process of its own, beside its first cells (no thread of the controller
+    imports torch's modules while its main thread loads cases): the same facts, the CPU's model among them."""
+    from harness.environment import machine
+
+    read = machine.read_in_a_process()
+    assert read is not None and read == machine.this_machine()
+    assert read.torch and read.cpus and read.compiler.resolved and read.cpu == machine.cpu_model()
+
+
 @pytest.mark.parametrize("workers, worker, collect_only, expected", [
     (None, False, False, True),  # the matrix without -n
     (0, False, False, True),
@@ -287,7 +297,13 @@ def test_what_the_cells_share_is_built_as_the_run_starts_and_a_build_failing_the
     assert "built for the cells as the run started, in no cell's work: aoti_header not built (" in (tmp_path / "n2" / "MATRIX.md").read_text()
     timeline = runs[2]["timeline"]  # the run's start, as the controller saw it
     began = min(c["timings"]["finished"] - c["timings"]["wall"] for c in runs[2]["cells"]) - timeline["started"]
-    assert 0 < timeline["first_configured"] <= timeline["last_configured"] <= timeline["first_collected"] <= timeline["last_collected"] <= began
+    # The timeline's figures are rounded to 0.01 s; the first cell can begin within milliseconds of the last collection.
+    assert 0 < timeline["first_configured"] <= timeline["last_configured"] <= timeline["first_collected"] <= timeline["last_collected"] <= began + 0.01
+    # What the machine is (versions, GPU, compilers, commit: seconds) was read beside the cells, from their collection on.
+    assert timeline["first_collected"] <= timeline["machine_read"]
+    from harness.environment.machine import cpu_model
+
+    assert runs[2]["fingerprint"]["cpu"] == cpu_model() and runs[2]["fingerprint"]["cpu"]
 
 
 def test_with_shard_the_cells_that_take_what_another_builds_are_spaced_in_the_parts_own_order(monkeypatch):
