@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+from harness.authoring import registry
 from harness.model.fingerprint import INTERPRETER, Compiler, Fingerprint, GitCommit, Gpu, ProfileUsed
 from harness.model.settings import Profile
 
@@ -101,11 +102,9 @@ def read_in_a_process() -> Fingerprint | None:
     """this_machine(), read by a Python process of its own in this one's environment (a thread of this process could
     meet a module half-initialized that the main thread, loading cases, imports at the same moment); None where that
     process fails."""
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this harness, not another
-    path = os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)
-    try:
+    try:  # on this process's import path: this harness, not another
         out = subprocess.run([sys.executable, "-m", "harness.environment.machine"], capture_output=True, text=True, timeout=300,
-                             check=False, env={**os.environ, "PYTHONPATH": path})
+                             check=False, env={**os.environ, "PYTHONPATH": registry.search_path()})
         return Fingerprint.from_json(json.loads(out.stdout)) if out.returncode == 0 else None
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return None

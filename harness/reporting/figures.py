@@ -45,8 +45,8 @@ class Figures:
     by_row: list[RowFigures] = field(default_factory=list)
     prebuilt: list[dict[str, Any]] = field(default_factory=list)  # Results.prebuilt: built for the cells before they asked
     # Seconds from the controller's start (Results.timeline): the first and last worker set up, their collections done
-    # (first, last), the first cell begun (its runner starting), the last cell done, the reports begun. Empty for a
-    # results file without a timeline.
+    # (first, last), the machine's facts read (beside the cells), the first cell begun (its runner starting), the last
+    # cell done, the reports begun. Empty for a results file without a timeline.
     timeline: dict[str, float] = field(default_factory=dict)
 
 
