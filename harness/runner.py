@@ -6,8 +6,9 @@ replaced after a crash, a timeout, or a cell that leaves the GPU unusable, and a
 be replaced, a standby process is started beside each later one and takes over at once, so the next
 replacement costs no start-up time. The first runner has none: most runs never replace a runner, and on a
 machine with few cores a standby importing torch beside every pytest worker slows the cells that run. Given the run's
-zygote (harness.execution.zygote), runner processes are forked from it, torch and triton already imported, and
-their helper processes too; else (or where it cannot serve) each is started with subprocess.
+runner template (harness.execution.runner_template), runner processes are forked from it, the harness and the cases
+already imported; else from the run's zygote (harness.execution.zygote), torch and triton already imported, as their
+helper processes are; else (or where neither can serve) each is started with subprocess.
 
 Protocol: the parent writes one JSON request a line to the child's stdin; the child answers on its
 original stdout with JSON events (`ready`, `stage`, `result`, then `healthy` or `unhealthy`); the parent
@@ -33,9 +34,9 @@ from typing import Any
 
 from harness.authoring import registry
 from harness.environment import machine, vec_isa
-from harness.execution import autotune_timing, profiling
+from harness.execution import autotune_timing, profiling, runner_template
 from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
-from harness.execution.zygote import FORKED_ENV
+from harness.execution.zygote import DECIDE_ENV, FORKED_ENV, interpreter_env
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
 from harness.model.outcome import CellResult, Memory, Outcome, Stage
@@ -54,14 +55,13 @@ def runner_threads(workers: int) -> int | None:
 
 
 def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, workers: int = 1, perf: bool = False,
-               profile_dir: str | None = None) -> dict[str, str]:
+               profile_dir: str | None = None, device: bool = True) -> dict[str, str]:
     """Environment for a runner process: compile caches in `cache_dir` (the run's own fresh directory, or
     one reused on purpose), else fresh ones inside `workdir` (an old cache must never hide a compile
     failure); Triton's interpreter when there is no GPU; one GPU per pytest worker on a machine with several;
     the CPU's cores split between the `workers` runners; the autotuners' timing (full with `perf`); where the
-    cells' stack samples go (`profile_dir`, harness.execution.profiling)."""
-    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
-
+    cells' stack samples go (`profile_dir`, harness.execution.profiling). Without `device`, what depends on the GPU
+    torch sees is left to the zygote the environment is for (zygote.DECIDE_ENV), and torch is not imported."""
     caches = cache_dir or workdir
     env = {
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, INDUCTOR_CACHE),
@@ -74,14 +74,19 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, 
     threads = runner_threads(workers)
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
-    if not torch.cuda.is_available():
-        env["TRITON_INTERPRET"] = "1"
-    elif torch.cuda.device_count() > 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+    if not device:
+        env[DECIDE_ENV] = "1"
+        return env
+    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
+
+    env.update(interpreter_env(torch))
+    if torch.cuda.is_available() and torch.cuda.device_count() > 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         index = int("".join(ch for ch in worker if ch.isdigit()) or 0)
         env["CUDA_VISIBLE_DEVICES"] = str(index % torch.cuda.device_count())
     return env
 
 
+TEMPLATE_BIND_S = 2.0  # how long the run's runner template's socket may take to be there
 HEALTH_CHECK_S = 60.0  # how long the answer to the health check after a cell may take
 
 
@@ -108,6 +113,7 @@ class Runner:
         start_timeout: float = 300.0,
         standby: bool = True,
         zygote: str | None = None,
+        template: str | None = None,
     ):
         self.case_modules = list(case_modules)
         self.workdir = workdir
@@ -116,6 +122,9 @@ class Runner:
         self.start_timeout = start_timeout
         self.standby = standby
         self._zygote = Zygote(zygote) if zygote else None  # the run's, at the socket `zygote`
+        # The run's runner template (harness.execution.runner_template), at the socket `template`, which its zygote bound
+        # at its start: not there, or gone, in a moment, and the runners are forked from the zygote.
+        self._template = Zygote(template, bind_s=TEMPLATE_BIND_S) if template else None
         self._preparing: threading.Thread | None = None
         self.log_path = os.path.join(workdir, "runner-0.log")
         self._proc: subprocess.Popen[bytes] | None = None
@@ -139,7 +148,9 @@ class Runner:
         command = [sys.executable, "-m", "harness.runner", *self.case_modules]
         log_path = os.path.join(self.workdir, f"runner-{self._spawned}.log")
         self._spawned += 1
-        proc: Any = self._zygote and forked(command, env, self.workdir, log_path, self._zygote, binary=True)
+        proc: Any = None
+        for forker in (self._template, self._zygote):
+            proc = proc or (forker and forked(command, env, self.workdir, log_path, forker, binary=True))
         if not proc:
             with open(log_path, "ab") as log:
                 proc = subprocess.Popen(
@@ -201,8 +212,9 @@ class Runner:
         spare, self._spare = self._spare, None
         if spare is not None:
             _kill(spare[0])
-        if self._zygote is not None:
-            self._zygote.close()  # this process's connection; the zygote serves the run's other processes
+        for forker in (self._template, self._zygote):
+            if forker is not None:
+                forker.close()  # this process's connection; it serves the run's other processes
 
     def logs(self) -> list[str]:
         """Every runner process's log, in the order they started."""
@@ -422,16 +434,13 @@ def main(case_modules: list[str]) -> None:
         phases[name] = round(time.perf_counter() - began, 2)
         began = time.perf_counter()
 
-    autotune_timing.install()  # before the case modules: one that binds Triton's benchmarker binds the capped one
+    cases = runner_template.prepare(case_modules)  # forked from the run's runner template: done there
     # The child's side only, here and not at the top: the runner's parent side runs in the plugin, which needs no torch.
+    from harness.environment.probe import broken_dtypes
     from harness.execution.execute import Execution
-
-    cases = registry.load(case_modules).cases  # the plugin reports the problems
-    from harness.environment.probe import broken_dtypes  # the child's side only, as Execution above
 
     phase("cases")
     device = machine.cells_device()
-    _configure_torch()
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
         vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)  # its checks forked from the zygote
     broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
@@ -441,7 +450,8 @@ def main(case_modules: list[str]) -> None:
     gc.collect()
     gc.freeze()
     phase("gc freeze")
-    forked_by = f" (forked by the zygote {os.environ[FORKED_ENV]})" if os.environ.get(FORKED_ENV) else ""
+    forker = "runner template" if runner_template.serving else "zygote"
+    forked_by = f" (forked by the {forker} {os.environ[FORKED_ENV]})" if os.environ.get(FORKED_ENV) else ""
     print(f"runner ready{forked_by}: {', '.join(f'{k} {v:.2f} s' for k, v in phases.items())}", file=sys.stderr, flush=True)
     send({"event": "ready", "device": device, "broken_dtypes": broken})
 
@@ -467,13 +477,6 @@ def main(case_modules: list[str]) -> None:
         send({"event": "healthy"})
 
 
-def _configure_torch() -> None:
-    import torch._dynamo.config as dynamo_config  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
-
-    # Many dtypes and shapes per cell: never fall back to eager silently at the recompile limit.
-    dynamo_config.recompile_limit = 64
-    if hasattr(dynamo_config, "fail_on_recompile_limit_hit"):
-        dynamo_config.fail_on_recompile_limit_hit = True
 
 
 if __name__ == "__main__":

@@ -196,8 +196,9 @@ class Zygote:
     """A zygote this process asks for new processes: the run's, at the socket `path`, or (without one) its own, started
     at the first request."""
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, bind_s: float = ZYGOTE_BIND_S) -> None:
         self.path = path
+        self.bind_s = bind_s  # how long its socket may take to be opened
         self.proc: subprocess.Popen[bytes] | None = None  # its own
         self.pid: int | None = None
         self.sock: socket.socket | None = None
@@ -216,7 +217,7 @@ class Zygote:
             # In the environment this process started in: what its own torch set since, it asks with (forked()).
             self.proc, self.sock = start_zygote(os.path.join(workdir, "zygote.log"), env=_ENV_AT_START)
         else:
-            self.sock = _connected(self.path)
+            self.sock = _connected(self.path, self.bind_s)
             if self.sock is None:
                 return False
         self.sock.settimeout(ZYGOTE_START_S)
@@ -255,9 +256,9 @@ class Zygote:
             sock.close()
 
 
-def _connected(path: str) -> socket.socket | None:
-    """A connection to the socket at `path`, waiting up to ZYGOTE_BIND_S for it to be opened; None if it is not."""
-    deadline = time.monotonic() + ZYGOTE_BIND_S
+def _connected(path: str, bind_s: float) -> socket.socket | None:
+    """A connection to the socket at `path`, waiting up to `bind_s` for it to be opened; None if it is not."""
+    deadline = time.monotonic() + bind_s
     while True:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -273,12 +274,15 @@ def _connected(path: str) -> socket.socket | None:
             return None
 
 
-def start_zygote(log: str, path: str | None = None, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], socket.socket]:
+def start_zygote(log: str, path: str | None = None, env: dict[str, str] | None = None,
+                 runners: tuple[str, str, list[str]] | None = None) -> tuple[subprocess.Popen[bytes], socket.socket]:
     """A zygote process (harness.execution.zygote) and this process's end of its lifeline: the zygote ends when it closes.
-    With `path`, it also serves whoever connects to that socket (a run's workers and runners), in `env`."""
+    With `path`, it also serves whoever connects to that socket (a run's workers and runners), in `env`; with `runners`
+    (a socket's path, the runners' PYTHONPATH and their case specs), it forks the run's runner template, which serves there."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    where = [path, *([runners[0], runners[1], *runners[2]] if runners else [])] if path else []
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), *([path] if path else [])],
+        proc = subprocess.Popen([sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), *where],
                                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
                                 start_new_session=True)
     theirs.close()
@@ -300,6 +304,14 @@ def stop_zygote(proc: subprocess.Popen[bytes], lifeline: socket.socket, kill: bo
 
 
 _ZYGOTE = Zygote(os.environ.get(ZYGOTE_ENV) or None)
+
+
+def begin_anew() -> None:
+    """In a process forked from a runner template, which imported this module: its start is now, in the environment it
+    was given (its zygote for helpers that of the run, where it names one)."""
+    global _ENV_AT_START, _ZYGOTE
+    _ENV_AT_START = dict(os.environ)
+    _ZYGOTE = Zygote(os.environ.get(ZYGOTE_ENV) or None)
 
 
 def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: str, zygote: Zygote | None = None,

@@ -18,17 +18,24 @@ its end of the lifeline (or dies). Where it cannot serve (it died, fork is refus
 driver, or the request's environment differs from its own in what torch's and triton's imports read: IMPORT_TIME_ENV)
 it answers so, and the caller starts the process with subprocess.
 
-    python zygote.py LIFELINE_FD [SOCKET_PATH]     (harness.execution.helper_process starts it)
+A run's zygote also forks its runner template (harness.execution.runner_template) where asked: a child that goes on
+to import what a runner process imports before its first cell, and forks the run's runners from a socket of its own.
+
+    python zygote.py LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH RUNNERS_PYTHONPATH CASE_SPEC...]]     (harness.execution.helper_process starts it)
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import importlib
 import json
 import os
 import select
 import signal
 import socket
 import sys
+from typing import Any, Callable, Iterator
 
 # What every child imports anyway: torch, triton, and what a process that loads an AOTInductor package imports first
 # (torch._inductor.package, and torch._dynamo with it). Not Inductor's compiler (torch._inductor.graph, compile_fx),
@@ -49,9 +56,12 @@ IMPORT_TIME_ENV = ("TORCH", "PYTORCH", "TRITON", "OMP_", "MKL_", "KMP_", "CUDA_"
 # after that, where they are used, as in the child.
 READ_WHEN_USED = ("CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 FORKED_ENV = "TCM_FORKED_BY"  # in a child's environment: the zygote's pid (a runner says so in its log)
+# Set in a zygote's environment by a caller that has not imported torch: the zygote adds interpreter_env's part itself,
+# once it has imported torch, so that the run's processes start before the run's controller imports torch.
+DECIDE_ENV = "TCM_ZYGOTE_DECIDES_DEVICE"
 
 
-def _cuda_initialized() -> bool:
+def cuda_initialized() -> bool:
     """Whether this process has initialized the CUDA driver (cuInit), after which a forked child cannot use the GPU.
     Loading the driver's library is not that: on a GPU machine torch's and Triton's imports load it without
     initializing it, and until then the driver answers cuDeviceGetCount with CUDA_ERROR_NOT_INITIALIZED."""
@@ -99,7 +109,7 @@ def _reap(children: dict[int, str]) -> None:
             os.replace(path + ".part", path)
 
 
-def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_path: list[str]) -> None:
+def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_path: list[str], in_child: Callable[[], None] | None) -> None:
     """In the forked child: become the new process the request asks for; never returns."""
     code = 1
     try:
@@ -119,6 +129,8 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_pat
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ[FORKED_ENV] = str(os.getppid())
+        if in_child is not None:
+            in_child()
         if os.environ.get("PYTHONFAULTHANDLER"):
             import faulthandler
 
@@ -165,50 +177,125 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_pat
         os._exit(code)
 
 
-def main(lifeline_fd: int, path: str | None = None) -> int:
-    lifeline = socket.socket(fileno=lifeline_fd)
-    listening: list[socket.socket] = []
-    if path is not None:  # bound before the imports: the run's workers connect at once and wait for the greeting
-        listening.append(socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET))
-        listening[0].bind(path)
-        listening[0].listen(256)
+def interpreter_env(torch: Any) -> dict[str, str]:
+    """What a process's environment needs for the GPU torch sees, or its absence: without one, Triton's interpreter runs
+    the kernels on the CPU (TRITON_INTERPRET, which Triton reads as it decorates kernels, its own among them at its
+    import). The runners' environment (harness.runner.runner_env) takes it from here, and so does a zygote left to
+    decide it (DECIDE_ENV), since its caller has not imported torch."""
+    return {} if torch.cuda.is_available() else {"TRITON_INTERPRET": "1"}
+
+
+def _listening(path: str) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.bind(path)
+    sock.listen(256)
+    return sock
+
+
+def main(argv: list[str]) -> int:
+    """LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH RUNNERS_PYTHONPATH CASE_SPEC...]]: serve on the lifeline (and the
+    socket); with a runners' socket, fork a runner template (harness.execution.runner_template) that serves there once
+    its imports are done, for runners whose PYTHONPATH is RUNNERS_PYTHONPATH."""
+    lifeline = socket.socket(fileno=int(argv[0]))
+    # Bound before the imports: the run's workers connect at once and wait for the greeting.
+    listening = [_listening(argv[1])] if len(argv) > 1 else []
+    runners = _listening(argv[2]) if len(argv) > 2 else None
     # The interpreter put this script's folder first on the path: not for torch's import to find modules in. The
     # rest, less the PYTHONPATH a child brings its own of, is the installation's.
     del sys.path[0]
     ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     base_path = [p for p in sys.path if p not in ours]
-    import gc
-    import importlib
+    with nvml_answers_is_available():
+        import torch
 
-    # torch.cuda.is_available() initializes the CUDA driver unless NVML answers it, and a child forked after that
-    # cannot use the GPU; torch's modules may ask it while they import (Inductor's benchmarking module does).
-    asked = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
-    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-    for module in PRELOADED:  # the imports every child would pay
-        importlib.import_module(module)
-    if asked is None:
-        del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
-    else:
-        os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = asked
+        if os.environ.pop(DECIDE_ENV, None):  # before Triton's import, which reads it
+            os.environ.update(interpreter_env(torch))
+        for module in PRELOADED:  # the imports every child would pay
+            importlib.import_module(module)
     # The children's collections need not walk what the imports made (nor copy its pages from this process's).
     gc.collect()
     gc.freeze()
-    if _cuda_initialized():  # a child could not use the GPU: let the callers start their processes themselves
+    if cuda_initialized():  # a child could not use the GPU: let the callers start their processes themselves
         print("zygote: the CUDA driver was initialized by the imports; not serving", file=sys.stderr, flush=True)
         return 1
     print(f"zygote: {', '.join(PRELOADED)} imported", file=sys.stderr, flush=True)
+    if runners is not None:
+        _fork_runner_template(runners, argv[3], argv[4:], [lifeline, *listening], base_path)
+    return serve(listening, base_path, lifeline=lifeline)
 
+
+@contextlib.contextmanager
+def nvml_answers_is_available() -> Iterator[None]:
+    """torch.cuda.is_available() initializes the CUDA driver unless NVML answers it, and a child forked after that
+    cannot use the GPU; torch's modules may ask it while they import (Inductor's benchmarking module does)."""
+    asked = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    try:
+        yield
+    finally:
+        if asked is None:
+            del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
+        else:
+            os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = asked
+
+
+def _fork_runner_template(runners: socket.socket, pythonpath: str, specs: list[str], ours: list[socket.socket], base_path: list[str]) -> None:
+    """A child that goes on to import what a runner imports before its first cell, then forks the run's runners from
+    runners' socket (harness.execution.runner_template). Where it cannot be forked, the socket closes: the runners are
+    asked of this zygote."""
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        print(f"zygote: no runner template: {exc}", file=sys.stderr, flush=True)
+        runners.close()
+        return
+    if pid:
+        runners.close()  # the template's now
+        return
+    code = 1
+    try:
+        for sock in ours:
+            sock.close()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        # As `python -m` with that PYTHONPATH puts it, in the working directory the runners share with the run.
+        sys.path[:] = [os.getcwd(), *(p for p in pythonpath.split(os.pathsep) if p), *base_path]
+        # Imported, not run as __main__: the runners forked from it find its module as the one they import.
+        code = importlib.import_module("harness.execution.runner_template").main([str(runners.fileno()), pythonpath, *specs])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the template's failure is logged, and its socket closes with it
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(listening: list[socket.socket], base_path: list[str], lifeline: socket.socket | None = None, parent: int | None = None,
+          refusal: Callable[[dict], str | None] | None = None, in_child: Callable[[], None] | None = None) -> int:
+    """Fork a child for each request until the lifeline closes (or, without one, the `parent` process ends): a
+    request's `refusal` (the environment's, by default) answered instead; `in_child` run in each child once its
+    environment is the request's."""
     children: dict[int, str] = {}
     signal.signal(signal.SIGCHLD, lambda signum, frame: _reap(children))
     greeting = f"ready {os.getpid()}".encode()
-    lifeline.sendall(greeting)
-    clients = [lifeline]
+    clients = []
+    if lifeline is not None:
+        lifeline.sendall(greeting)
+        clients.append(lifeline)
     while True:
-        readable, _, _ = select.select([*clients, *listening], [], [])
+        readable, _, _ = select.select([*clients, *listening], [], [], None if parent is None else 1.0)
+        if parent is not None and os.getppid() != parent:
+            return 0
         for sock in readable:
             if sock in listening:
                 client, _ = sock.accept()
-                client.sendall(greeting)
+                try:
+                    client.sendall(greeting)
+                except OSError:
+                    client.close()
+                    continue
                 clients.append(client)
                 continue
             try:
@@ -221,7 +308,14 @@ def main(lifeline_fd: int, path: str | None = None) -> int:
                 clients.remove(sock)
                 sock.close()
                 continue
-            answer = _serve(json.loads(message), fds, children, [*clients, *listening], base_path)
+            request = json.loads(message)
+            refused = _refusal(request) or (refusal(request) if refusal else None)
+            answer = f"refused {refused}" if refused else _serve(request, fds, children, [*clients, *listening], base_path, in_child)
+            if refused:
+                print(f"zygote {os.getpid()}: refused {request.get('module') or request.get('script') or '-c'}: {refused}",
+                      file=sys.stderr, flush=True)
+                for fd in fds:
+                    os.close(fd)
             try:
                 sock.sendall(answer.encode())
             except OSError:
@@ -229,13 +323,10 @@ def main(lifeline_fd: int, path: str | None = None) -> int:
             _reap(children)
 
 
-def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: list[socket.socket], base_path: list[str]) -> str:
+def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: list[socket.socket], base_path: list[str],
+           in_child: Callable[[], None] | None) -> str:
     """Fork the child a request asks for: its pid, or why not."""
     try:
-        refused = _refusal(request)
-        if refused:
-            print(f"zygote: refused {request.get('module') or request.get('script') or '-c'}: {refused}", file=sys.stderr, flush=True)
-            return f"refused {refused}"
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # the child's pid is known before it is reaped
         try:
             pid = os.fork()
@@ -244,7 +335,7 @@ def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: lis
             return f"refused fork: {exc}"
         if pid == 0:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
-            _child(request, fds, sockets, base_path)
+            _child(request, fds, sockets, base_path, in_child)
         children[pid] = request["status"]
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         return str(pid)
@@ -252,6 +343,5 @@ def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: lis
         for child_fd in fds:
             os.close(child_fd)
 
-
 if __name__ == "__main__":
-    raise SystemExit(main(int(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None))
+    raise SystemExit(main(sys.argv[1:]))

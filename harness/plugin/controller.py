@@ -9,6 +9,8 @@ import hashlib
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -17,6 +19,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from harness.authoring import registry
 from harness.environment import machine, vec_isa
 from harness.execution import autotune_timing, prebuild
 from harness.execution.helper_process import start_zygote, stop_zygote
@@ -44,6 +47,16 @@ def _holds_a_complete_run(folder: str) -> bool:
         return results_file.load(os.path.join(folder, "results.json")).complete
     except ResultsError:  # none, or not one this harness reads: nothing complete to keep
         return False
+
+
+def _remove_behind(folder: str) -> None:
+    """Remove the run's own folder (its compile caches: thousands of files, a second to remove on the GPU runner) in a
+    process that outlives this one, so that the run ends without waiting for it; here, where none can be started."""
+    try:
+        subprocess.Popen([sys.executable, "-c", "import shutil, sys; shutil.rmtree(sys.argv[1], ignore_errors=True)", folder],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -96,22 +109,33 @@ class MatrixController:
         self._workers = node.workerinput["workercount"]
         node.workerinput["tcm_run_caches"] = self.run_caches
         node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.run_zygote(node.workerinput["workercount"])
+        node.workerinput["tcm_runner_template"] = node.workerinput["tcm_zygote"] and self.runner_template()
         self._timeline["last_configured"] = round(time.time() - self.started, 2)
 
     def run_zygote(self, workers: int) -> str | None:
-        """The socket of the run's zygote (harness.execution.zygote), which forks every runner process of the run and
-        their helper processes; started at the first worker's start, in the environment the runners get, so that the
-        imports it pays are the ones a runner would have paid. In the run's own folder, which only its user can reach;
-        None where that folder's path is too long for a socket's (a long TMPDIR): each runner is then started alone."""
-        path = os.path.join(self.run_caches, "zygote.sock")
-        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        """The socket of the run's zygote (harness.execution.zygote), which forks the run's runner template, every
+        runner the template does not and their helper processes; started at the first worker's start, in the environment
+        the runners get, so that the imports it pays are the ones a runner would have paid. Before this process imports
+        torch: the zygote decides itself what depends on the GPU torch sees, and the workers start 3 s sooner. In the
+        run's own folder, which only its user can reach; None where that folder's path is too long for a socket's (a
+        long TMPDIR): each runner is then started alone."""
+        path, runners = os.path.join(self.run_caches, "zygote.sock"), self.runner_template()
+        if runners is None:
             return None
         if self._zygote is None:
-            self._zygote = start_zygote(os.path.join(self.run_caches, "zygote.log"), path, self._runners_env(workers))
+            env = runner_env(self.run_caches, cache_dir=run_caches(self.config), workers=workers, perf=self.config.getoption("perf"),
+                             profile_dir=self.config.getoption("profile_dir"), device=False)
+            self._zygote = start_zygote(os.path.join(self.run_caches, "zygote.log"), path, {**os.environ, **env},
+                                        runners=(runners, registry.search_path(), case_specs(self.config)))
         return path
 
+    def runner_template(self) -> str | None:
+        """The socket of the run's runner template (harness.execution.runner_template), which its zygote forks."""
+        path = os.path.join(self.run_caches, "runners.sock")
+        return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
+
     def _runners_env(self, workers: int) -> dict[str, str]:
-        """The environment the run's runners get, and its zygote and prebuilds with them (the same, once chosen)."""
+        """The environment the run's runners get, and its prebuilds with them (the same, once chosen)."""
         if self._env is None:
             env = runner_env(self.run_caches, cache_dir=run_caches(self.config), workers=workers, perf=self.config.getoption("perf"),
                              profile_dir=self.config.getoption("profile_dir"))
@@ -142,7 +166,7 @@ class MatrixController:
             if logs and os.path.exists(log := os.path.join(self.run_caches, name)):
                 os.makedirs(logs, exist_ok=True)
                 shutil.copy(log, os.path.join(logs, name))
-        shutil.rmtree(self.run_caches, ignore_errors=True)
+        _remove_behind(self.run_caches)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._collected([item.nodeid for item in session.items])

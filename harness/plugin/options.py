@@ -133,6 +133,14 @@ def run_zygote(config: pytest.Config) -> str | None:
     return config.pluginmanager.get_plugin(CONTROLLER).run_zygote(workers=1)
 
 
+def run_runner_template(config: pytest.Config) -> str | None:
+    """The socket of the run's runner template, which forks its runner processes where it can (the zygote starts it)."""
+    if hasattr(config, "workerinput"):
+        return config.workerinput.get("tcm_runner_template")
+    controller = config.pluginmanager.get_plugin(CONTROLLER)
+    return controller.runner_template() if controller.run_zygote(workers=1) else None
+
+
 def run_packages(config: pytest.Config) -> str:
     """Where this run's AOTInductor packages are shared between its runners: always fresh, never the
     reused --cache-dir (a package from another run must not stand in for this run's build)."""

@@ -60,7 +60,7 @@ COMPILED = ["planted_raises_at_trace-raw-compile_fullgraph"]
 def test_every_fault_in_one_run_is_recorded_and_no_cell_is_lost(tmp_path):
     """Seven faults and a case module that fails to import, in one run with two workers: each fault is its own
     cell's outcome, every other cell keeps its real outcome, and the device works for the cells after a fault.
-    The controller merges what both workers sent into the three reports. The runners are forked by the run's zygote."""
+    The controller merges what both workers sent into the three reports. The runners are forked by the run's runner template."""
     cells = [f"{case}-raw-eager" for case in FAULTS] + HEALTHY + COMPILED
     proc, results, reports = run_matrix(tmp_path, " or ".join(f"test_cell[{c}]" for c in cells),
                                         extra=["--cell-timeout=eager=12", f"--cases={os.path.join(USER_MODULES, 'broken_import.py')}",
@@ -93,9 +93,10 @@ def test_every_fault_in_one_run_is_recorded_and_no_cell_is_lost(tmp_path):
     matrix = (reports / "MATRIX.md").read_text()
     assert "CRASH SIGSEGV @run" in matrix and "planted: this launcher refuses to be traced" in matrix
     assert "| [eager](MATRIX.md#eager)" in (reports / "SUPPORT.md").read_text()
-    # Every runner process, the replacements after each fault and the new worker's included, was forked by the run's zygote.
+    # Every runner process, the replacements after each fault and the new worker's included, was forked by the run's runner
+    # template, though a worker's import path gained the case file's folder as it collected.
     ready = [line for log in (tmp_path / "logs").iterdir() for line in log.read_text().splitlines() if line.startswith("runner ready")]
-    assert len(ready) >= 5 and all(line.startswith("runner ready (forked by the zygote ") for line in ready), ready
+    assert len(ready) >= 5 and all(line.startswith("runner ready (forked by the runner template ") for line in ready), ready
 
 
 def _start_matrix(tmp_path, selection, workers, report_dir=True):

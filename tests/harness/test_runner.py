@@ -1,6 +1,7 @@
 """Planted kernels through the isolated runner: each fault is recorded with the right outcome, stage
 and message, and the next cell still runs."""
 
+import contextlib
 import math
 import os
 import select
@@ -12,10 +13,13 @@ import tempfile
 import pytest
 import torch
 
-from harness.execution.helper_process import _Forked
+from harness.authoring import registry
+from harness.execution.helper_process import _Forked, start_zygote, stop_zygote
 from harness.model.outcome import Outcome, Stage
 from harness.runner import Runner, runner_env
 from tests.harness.conftest import PLANTED
+
+PLANTED_BLAME = os.path.join(os.path.dirname(__file__), "planted_blame.py")
 
 
 def test_wrong_result_is_wrong_with_error_and_smallest_example(run_planted):
@@ -268,6 +272,65 @@ def test_a_runner_whose_environment_the_zygote_was_not_imported_with_is_started_
         shutil.rmtree(workdir, ignore_errors=True)
     assert result.outcome is Outcome.PASS
     assert "runner ready: " in log  # not forked
+
+
+@contextlib.contextmanager
+def _zygote_with_runner_template(folder, specs):
+    """A run's zygote as the controller starts it: before this process's torch decides the device, with a runner template
+    for `specs`; its socket, the template's and the log both write."""
+    paths = [os.path.join(folder, name) for name in ("zygote.sock", "runners.sock", "zygote.log")]
+    env = {**os.environ, **runner_env(folder, device=False)}
+    proc, lifeline = start_zygote(paths[2], paths[0], env, runners=(paths[1], registry.search_path(), specs))
+    try:
+        yield paths
+    finally:
+        stop_zygote(proc, lifeline)
+
+
+def _runner_logs(runner):
+    return [open(log).read() for log in runner.logs()]
+
+
+def test_a_runs_runners_are_forked_from_its_runner_template_and_a_crashed_one_is_replaced_by_another_fork(run_planted, tmp_path):
+    workdir = str(tmp_path / "work")
+    with _zygote_with_runner_template(str(tmp_path), [PLANTED]) as (zygote, template, log):
+        with Runner([PLANTED], workdir, env=runner_env(workdir), zygote=zygote, template=template, standby=False) as runner:
+            first = run_planted("planted_ok", runner=runner)
+            crashed = run_planted("planted_segfault", runner=runner)
+            replaced = run_planted("planted_ok", runner=runner)
+            logs = _runner_logs(runner)
+        zygote_log = open(log).read()
+    assert first.outcome is replaced.outcome is Outcome.PASS
+    assert (crashed.outcome, crashed.signal) == (Outcome.CRASH, "SIGSEGV")
+    assert len(logs) == 2 and all("runner ready (forked by the runner template" in text for text in logs), logs
+    assert "runner template" in zygote_log and "refused" not in zygote_log, zygote_log  # the zygote decided the device as the runners' torch did
+
+
+def test_a_runner_template_forks_runners_of_its_own_cases_only_and_the_zygote_forks_the_others(run_planted, tmp_path):
+    workdir = str(tmp_path / "work")
+    with _zygote_with_runner_template(str(tmp_path), [PLANTED_BLAME]) as (zygote, template, log):
+        with Runner([PLANTED], workdir, env=runner_env(workdir), zygote=zygote, template=template) as runner:
+            result = run_planted("planted_ok", runner=runner)
+            logs = _runner_logs(runner)
+        zygote_log = open(log).read()
+    assert result.outcome is Outcome.PASS
+    assert "runner ready (forked by the zygote" in logs[0]
+    assert f"refused harness.runner: it forks runners of {[PLANTED_BLAME]} only" in zygote_log, zygote_log
+
+
+def test_a_runner_template_whose_case_module_starts_a_thread_forks_no_runner_and_the_zygote_forks_them(run_planted, tmp_path):
+    # A process forked while another thread runs may deadlock in the child: the template must not serve.
+    threaded = tmp_path / "starts_a_thread.py"
+    threaded.write_text("import threading, time\n\nthreading.Thread(target=time.sleep, args=(3600,), daemon=True).start()\n")
+    workdir, specs = str(tmp_path / "work"), [PLANTED, str(threaded)]
+    with _zygote_with_runner_template(str(tmp_path), specs) as (zygote, template, log):
+        with Runner(specs, workdir, env=runner_env(workdir), zygote=zygote, template=template) as runner:
+            result = run_planted("planted_ok", runner=runner)
+            logs = _runner_logs(runner)
+        zygote_log = open(log).read()
+    assert result.outcome is Outcome.PASS
+    assert "runner ready (forked by the zygote" in logs[0]
+    assert "runner template: not serving: 2 threads run; the runners are forked from the zygote" in zygote_log, zygote_log
 
 
 def test_runners_split_the_cpu_cores_between_pytest_workers(tmp_path, monkeypatch):

@@ -149,11 +149,11 @@ int cuDeviceGetCount(int *count) { if (!initialized) return 3; *count = 1; retur
 ASK_ZYGOTE = textwrap.dedent("""
     import ctypes, json, sys
     from harness.execution import zygote
-    answers = [zygote._cuda_initialized()]
+    answers = [zygote.cuda_initialized()]
     driver = ctypes.CDLL(sys.argv[1])  # as torch's and Triton's imports load the driver: loaded, not initialized
-    answers.append(zygote._cuda_initialized())
+    answers.append(zygote.cuda_initialized())
     driver.cuInit(0)
-    answers.append(zygote._cuda_initialized())
+    answers.append(zygote.cuda_initialized())
     print(json.dumps(answers))
 """)
 

@@ -1,0 +1,119 @@
+"""The run's runner template: the process its runner processes are forked from, their imports already paid.
+
+A runner process imports, before its first cell, the harness's execution modules (Inductor's compiler with them), the
+run's cases, and at its first compile what Dynamo and Inductor import then: 3-4 s of CPU a runner under the matrix's
+load, and a run starts a runner per worker at once, then one for each that a crash, a timeout or a poisoned CUDA
+context replaces. The run's zygote (harness.execution.zygote) forks this template once its own imports are done; the
+template imports all that once (`prepare`), then forks each runner the run's workers ask for (zygote.serve), over a
+socket the zygote bound at its start. A runner forked from it runs harness.runner as a new runner process does, finds
+what it imports imported, and probes its device.
+
+It serves only what it stands for: a runner process (the module harness.runner) of its own case specs, from the working directory it
+imported them in, with an import path that finds each module their import imported where the template found it (a
+worker's path gains the case files' folders as it collects), in the environment the zygote imported torch and Triton
+with (as the zygote checks) and with the autotune timing it installed (AS_PREPARED). Anything else it refuses, and the
+worker asks the zygote, as it does when there is no template. A child forked after the CUDA driver was initialized, or with another
+thread running, may not work at all: where its imports did either (a case module that touches the GPU as it is
+imported), the template serves none, its socket closes, and the runners are forked from the zygote.
+
+Its main() runs in the child the run's zygote forks for it (zygote.main), given the socket's descriptor, the runners'
+PYTHONPATH and their case specs.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import importlib.machinery
+import os
+import socket
+import sys
+import threading
+import time
+
+from harness.authoring import registry
+from harness.authoring.case import Case
+from harness.execution import autotune_timing, helper_process, zygote
+
+# What a runner's first compile and first export import, besides what the runner imports itself: Inductor's compile_fx
+# and its graph passes, Dynamo's Inductor backend, export's tracer (about 150 modules, 0.6-2 s of CPU on the GPU runner).
+FIRST_COMPILE = ("torch._inductor.compile_fx", "torch._dynamo.backends.inductor", "torch.export._trace")
+AS_PREPARED = (autotune_timing.ENV,)  # what `prepare` read from the environment, which a runner must share with it
+serving = False  # True in a runner forked from the template (its log says so)
+
+
+def prepare(case_specs: list[str]) -> dict[str, Case]:
+    """What a runner process does before it knows its device (harness.runner), and the template once for the run's
+    runners: the cases (their problems the plugin reports), with the cells' code imported before them."""
+    autotune_timing.install()  # before the case modules: one that binds Triton's benchmarker binds the capped one
+    for module in ("harness.execution.execute", "harness.environment.probe"):  # the cells' code (Inductor's compiler with it)
+        importlib.import_module(module)  # and the dtype probe's, before the case modules as the runner always had them
+    cases = registry.load(case_specs).cases
+    import torch._dynamo.config as dynamo_config
+
+    # Many dtypes and shapes per cell: never fall back to eager silently at the recompile limit.
+    dynamo_config.recompile_limit = 64
+    if hasattr(dynamo_config, "fail_on_recompile_limit_hit"):
+        dynamo_config.fail_on_recompile_limit_hit = True
+    return cases
+
+
+def unsafe_to_fork() -> str | None:
+    """Why a process forked from this one might not work, or None."""
+    if zygote.cuda_initialized():
+        return "the CUDA driver was initialized by the imports"
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        threads = threading.active_count()
+    return f"{threads} threads run" if threads > 1 else None
+
+
+def _found(name: str, path: list[str]) -> str | None:
+    spec = importlib.machinery.PathFinder.find_spec(name, path)
+    return spec.origin if spec is not None and spec.origin else (str(list(spec.submodule_search_locations or [])) if spec else None)
+
+
+def _refusal(specs: list[str], cwd: str, imported: dict[str, str | None], base_path: list[str], request: dict) -> str | None:
+    """Why a runner the request asks for would not be the process this template stands for, or None."""
+    if request.get("module") != "harness.runner" or request.get("args") != specs:
+        return f"it forks runners of {specs} only"
+    if request["cwd"] != cwd:
+        return "its working directory differs from the one the cases were imported in"
+    # A runner's path (as the interpreter's -m puts it) must find each module the cases' import imported where the template did.
+    path = [request["cwd"], *(p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p), *base_path]
+    elsewhere = sorted(name for name, origin in imported.items() if _found(name, path) != origin)
+    if elsewhere:
+        return f"its PYTHONPATH finds {', '.join(elsewhere[:3])} elsewhere than the cases' import did"
+    differ = [k for k in AS_PREPARED if request["env"].get(k) != os.environ.get(k)]
+    return f"its environment differs in {', '.join(differ)}, read as the template prepared" if differ else None
+
+
+def _begin_runner() -> None:
+    global serving
+    serving = True
+    helper_process.begin_anew()
+
+
+def main(argv: list[str]) -> int:
+    runners, pythonpath, specs = socket.socket(fileno=int(argv[0])), argv[1], argv[2:]
+    parent, began, cwd = os.getppid(), time.perf_counter(), os.getcwd()
+    ours = [p for p in pythonpath.split(os.pathsep) if p]
+    base_path = [p for p in sys.path[1:] if p not in ours]  # the installation's, as the zygote's children get it
+    before = set(sys.modules)
+    with zygote.nvml_answers_is_available():
+        prepare(specs)
+        for module in FIRST_COMPILE:  # a runner imports these at its first compile, not before its first cell
+            importlib.import_module(module)
+    # Where this process found each top-level module it imported: a runner must find them there too.
+    imported = {name: _found(name, sys.path) for name in {m.partition(".")[0] for m in set(sys.modules) - before}}
+    gc.collect()
+    gc.freeze()
+    why_not = unsafe_to_fork()
+    if why_not:
+        print(f"runner template: not serving: {why_not}; the runners are forked from the zygote", file=sys.stderr, flush=True)
+        runners.close()
+        return 1
+    print(f"runner template {os.getpid()}: ready in {time.perf_counter() - began:.2f} s", file=sys.stderr, flush=True)
+    return zygote.serve([runners], base_path, parent=parent, in_child=_begin_runner,
+                        refusal=lambda request: _refusal(specs, cwd, imported, base_path, request))
