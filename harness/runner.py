@@ -79,7 +79,7 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, 
         return env
     import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
-    env.update(interpreter_env(torch))
+    env.update(interpreter_env(torch.cuda.is_available()))
     if torch.cuda.is_available() and torch.cuda.device_count() > 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         index = int("".join(ch for ch in worker if ch.isdigit()) or 0)
         env["CUDA_VISIBLE_DEVICES"] = str(index % torch.cuda.device_count())

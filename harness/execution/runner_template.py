@@ -28,7 +28,6 @@ import importlib.machinery
 import os
 import socket
 import sys
-import threading
 import time
 
 from harness.authoring import registry
@@ -56,17 +55,6 @@ def prepare(case_specs: list[str]) -> dict[str, Case]:
     if hasattr(dynamo_config, "fail_on_recompile_limit_hit"):
         dynamo_config.fail_on_recompile_limit_hit = True
     return cases
-
-
-def unsafe_to_fork() -> str | None:
-    """Why a process forked from this one might not work, or None."""
-    if zygote.cuda_initialized():
-        return "the CUDA driver was initialized by the imports"
-    try:
-        threads = len(os.listdir("/proc/self/task"))
-    except OSError:
-        threads = threading.active_count()
-    return f"{threads} threads run" if threads > 1 else None
 
 
 def _found(name: str, path: list[str]) -> str | None:
@@ -101,7 +89,7 @@ def main(argv: list[str]) -> int:
     ours = [p for p in pythonpath.split(os.pathsep) if p]
     base_path = [p for p in sys.path[1:] if p not in ours]  # the installation's, as the zygote's children get it
     before = set(sys.modules)
-    with zygote.nvml_answers_is_available():
+    with zygote.is_available_answered(zygote.torch_sees_a_gpu()):
         prepare(specs)
         for module in FIRST_COMPILE:  # a runner imports these at its first compile, not before its first cell
             importlib.import_module(module)
@@ -109,7 +97,7 @@ def main(argv: list[str]) -> int:
     imported = {name: _found(name, sys.path) for name in {m.partition(".")[0] for m in set(sys.modules) - before}}
     gc.collect()
     gc.freeze()
-    why_not = unsafe_to_fork()
+    why_not = zygote.unsafe_to_fork()
     if why_not:
         print(f"runner template: not serving: {why_not}; the runners are forked from the zygote", file=sys.stderr, flush=True)
         runners.close()

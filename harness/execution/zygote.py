@@ -35,7 +35,7 @@ import select
 import signal
 import socket
 import sys
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 # What every child imports anyway: torch, triton, and what a process that loads an AOTInductor package imports first
 # (torch._inductor.package, and torch._dynamo with it). Not Inductor's compiler (torch._inductor.graph, compile_fx),
@@ -177,12 +177,58 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_pat
         os._exit(code)
 
 
-def interpreter_env(torch: Any) -> dict[str, str]:
-    """What a process's environment needs for the GPU torch sees, or its absence: without one, Triton's interpreter runs
+def interpreter_env(gpu: bool) -> dict[str, str]:
+    """What a process's environment needs where torch sees a GPU (`gpu`), or none: without one, Triton's interpreter runs
     the kernels on the CPU (TRITON_INTERPRET, which Triton reads as it decorates kernels, its own among them at its
     import). The runners' environment (harness.runner.runner_env) takes it from here, and so does a zygote left to
     decide it (DECIDE_ENV), since its caller has not imported torch."""
-    return {} if torch.cuda.is_available() else {"TRITON_INTERPRET": "1"}
+    return {} if gpu else {"TRITON_INTERPRET": "1"}
+
+
+def torch_sees_a_gpu() -> bool:
+    """torch.cuda.is_available(), asked in a child forked for the question: asked here, it would start a thread (the
+    CUDA driver's, or NVML's where NVML answers), and a child forked from a process that runs a thread may deadlock."""
+    import torch
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write, b"1" if torch.cuda.is_available() else b"0")
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 1)
+    os.close(read)
+    os.waitpid(pid, 0)
+    return answer == b"1"
+
+
+@contextlib.contextmanager
+def is_available_answered(gpu: bool) -> Iterator[None]:
+    """torch.cuda.is_available() answers `gpu` (torch_sees_a_gpu's answer) while modules import: torch's may ask it as
+    they do (Inductor's benchmarking module does), which would start a thread here."""
+    import torch
+
+    asked = torch.cuda.is_available
+    torch.cuda.is_available = lambda: gpu
+    try:
+        yield
+    finally:
+        torch.cuda.is_available = asked
+
+
+def unsafe_to_fork() -> str | None:
+    """Why a child forked from this process might not work, or None: the CUDA driver initialized, or another thread."""
+    if cuda_initialized():
+        return "the CUDA driver was initialized by the imports"
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        import threading
+
+        threads = threading.active_count()
+    return f"{threads} threads run" if threads > 1 else None
 
 
 def _listening(path: str) -> socket.socket:
@@ -205,38 +251,23 @@ def main(argv: list[str]) -> int:
     del sys.path[0]
     ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     base_path = [p for p in sys.path if p not in ours]
-    with nvml_answers_is_available():
-        import torch
-
-        if os.environ.pop(DECIDE_ENV, None):  # before Triton's import, which reads it
-            os.environ.update(interpreter_env(torch))
+    gpu = torch_sees_a_gpu()  # torch imported, Triton not yet
+    if os.environ.pop(DECIDE_ENV, None):  # before Triton's import, which reads it
+        os.environ.update(interpreter_env(gpu))
+    with is_available_answered(gpu):
         for module in PRELOADED:  # the imports every child would pay
             importlib.import_module(module)
     # The children's collections need not walk what the imports made (nor copy its pages from this process's).
     gc.collect()
     gc.freeze()
-    if cuda_initialized():  # a child could not use the GPU: let the callers start their processes themselves
-        print("zygote: the CUDA driver was initialized by the imports; not serving", file=sys.stderr, flush=True)
+    unsafe = unsafe_to_fork()
+    if unsafe:  # a child could not use the GPU, or might deadlock: let the callers start their processes themselves
+        print(f"zygote: not serving: {unsafe}", file=sys.stderr, flush=True)
         return 1
     print(f"zygote: {', '.join(PRELOADED)} imported", file=sys.stderr, flush=True)
     if runners is not None:
         _fork_runner_template(runners, argv[3], argv[4:], [lifeline, *listening], base_path)
     return serve(listening, base_path, lifeline=lifeline)
-
-
-@contextlib.contextmanager
-def nvml_answers_is_available() -> Iterator[None]:
-    """torch.cuda.is_available() initializes the CUDA driver unless NVML answers it, and a child forked after that
-    cannot use the GPU; torch's modules may ask it while they import (Inductor's benchmarking module does)."""
-    asked = os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")
-    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-    try:
-        yield
-    finally:
-        if asked is None:
-            del os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"]
-        else:
-            os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = asked
 
 
 def _fork_runner_template(runners: socket.socket, pythonpath: str, specs: list[str], ours: list[socket.socket], base_path: list[str]) -> None:
