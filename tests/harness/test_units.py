@@ -437,7 +437,8 @@ def test_reports_diffs_and_repeat_comparisons_leave_the_results_they_are_given_u
 
 
 def test_the_results_tools_run_where_torch_cannot_be_imported(tmp_path):
-    """`report` and `diff` read and write results files only: a CI job that merges or diffs them needs no torch."""
+    """`report` and `diff` read and write results files only: a CI job that merges or diffs them needs no torch, nor does
+    the pytest plugin's import."""
     import subprocess
     import sys
 
@@ -451,6 +452,9 @@ def test_the_results_tools_run_where_torch_cannot_be_imported(tmp_path):
         code = blocked + f"sys.argv = ['harness', *{args!r}]; runpy.run_module('harness', run_name='__main__')"
         done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True)
         assert done.returncode == status, done.stderr
+    # pytest loads the plugin there too (its entry point): it must import, its runner side's torch left for the runners.
+    plugin = subprocess.run([sys.executable, "-c", blocked + "import harness.plugin"], cwd=root, capture_output=True, text=True)
+    assert plugin.returncode == 0, plugin.stderr
     assert "regressed" in (tmp_path / "diff.md").read_text()
     committed = open(os.path.join(root, "reports", "gpu", "SUPPORT.md")).read()
     shown, how_to = ("\n".join(report.picture_lines(drawn)) for drawn in (True, False))
