@@ -106,5 +106,5 @@ def main(argv: list[str]) -> int:
         runners.close()
         return 1
     print(f"runner template {os.getpid()}: ready in {time.perf_counter() - began:.2f} s", file=sys.stderr, flush=True)
-    return zygote.serve([runners], base_path, parent=parent, in_child=_begin_runner,
+    return zygote.serve([runners], base_path, parent=parent, in_child=_begin_runner, name="runner template",
                         refusal=lambda request: _refusal(specs, cwd, imported, base_path, request))

@@ -304,10 +304,10 @@ def _fork_runner_template(runners: socket.socket, pythonpath: str, specs: list[s
 
 
 def serve(listening: list[socket.socket], base_path: list[str], lifeline: socket.socket | None = None, parent: int | None = None,
-          refusal: Callable[[dict], str | None] | None = None, in_child: Callable[[], None] | None = None) -> int:
+          refusal: Callable[[dict], str | None] | None = None, in_child: Callable[[], None] | None = None, name: str = "zygote") -> int:
     """Fork a child for each request until the lifeline closes (or, without one, the `parent` process ends): a
     request's `refusal` (the environment's, by default) answered instead; `in_child` run in each child once its
-    environment is the request's."""
+    environment is the request's. `name` says in the log who refused."""
     children: dict[int, str] = {}
     signal.signal(signal.SIGCHLD, lambda signum, frame: _reap(children))
     greeting = f"ready {os.getpid()}".encode()
@@ -343,7 +343,7 @@ def serve(listening: list[socket.socket], base_path: list[str], lifeline: socket
             refused = _refusal(request) or (refusal(request) if refusal else None)
             answer = f"refused {refused}" if refused else _serve(request, fds, children, [*clients, *listening], base_path, in_child)
             if refused:
-                print(f"zygote {os.getpid()}: refused {request.get('module') or request.get('script') or '-c'}: {refused}",
+                print(f"{name} {os.getpid()}: refused {request.get('module') or request.get('script') or '-c'}: {refused}",
                       file=sys.stderr, flush=True)
                 for fd in fds:
                     os.close(fd)

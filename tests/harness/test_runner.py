@@ -315,7 +315,8 @@ def test_a_runner_template_forks_runners_of_its_own_cases_only_and_the_zygote_fo
         zygote_log = open(log).read()
     assert result.outcome is Outcome.PASS
     assert "runner ready (forked by the zygote" in logs[0]
-    assert f"refused harness.runner: it forks runners of {[PLANTED_BLAME]} only" in zygote_log, zygote_log
+    assert f": refused harness.runner: it forks runners of {[PLANTED_BLAME]} only" in zygote_log, zygote_log
+    assert "runner template" in zygote_log.split(": refused harness.runner")[0].splitlines()[-1]
 
 
 def test_a_runner_template_whose_case_module_starts_a_thread_forks_no_runner_and_the_zygote_forks_them(run_planted, tmp_path):
