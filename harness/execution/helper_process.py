@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 ZYGOTE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
 STATUS_SUFFIX = ".status"  # a forked child's exit status file, which the zygote writes: "RETURNCODE CPU_SECONDS"
@@ -274,13 +274,23 @@ def _connected(path: str, bind_s: float) -> socket.socket | None:
             return None
 
 
+class RunnerTemplate(NamedTuple):
+    """The runner template a run's zygote forks (harness.execution.runner_template): the socket it serves at, the
+    module the forked child runs the main() of, and the runners' PYTHONPATH and case specs."""
+
+    socket: str
+    module: str
+    pythonpath: str
+    specs: list[str]
+
+
 def start_zygote(log: str, path: str | None = None, env: dict[str, str] | None = None,
-                 runners: tuple[str, str, list[str]] | None = None) -> tuple[subprocess.Popen[bytes], socket.socket]:
+                 runners: RunnerTemplate | None = None) -> tuple[subprocess.Popen[bytes], socket.socket]:
     """A zygote process (harness.execution.zygote) and this process's end of its lifeline: the zygote ends when it closes.
-    With `path`, it also serves whoever connects to that socket (a run's workers and runners), in `env`; with `runners`
-    (a socket's path, the runners' PYTHONPATH and their case specs), it forks the run's runner template, which serves there."""
+    With `path`, it also serves whoever connects to that socket (a run's workers and runners), in `env`; with `runners`,
+    it forks the run's runner template, which serves the runners at its own socket."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    where = [path, *([runners[0], runners[1], *runners[2]] if runners else [])] if path else []
+    where = [path, *([runners.socket, runners.module, runners.pythonpath, *runners.specs] if runners else [])] if path else []
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), *where],
                                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,

@@ -21,7 +21,8 @@ it answers so, and the caller starts the process with subprocess.
 A run's zygote also forks its runner template (harness.execution.runner_template) where asked: a child that goes on
 to import what a runner process imports before its first cell, and forks the run's runners from a socket of its own.
 
-    python zygote.py LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH RUNNERS_PYTHONPATH CASE_SPEC...]]     (harness.execution.helper_process starts it)
+    python zygote.py LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH TEMPLATE_MODULE RUNNERS_PYTHONPATH CASE_SPEC...]]
+        (harness.execution.helper_process starts it)
 """
 
 from __future__ import annotations
@@ -239,9 +240,9 @@ def _listening(path: str) -> socket.socket:
 
 
 def main(argv: list[str]) -> int:
-    """LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH RUNNERS_PYTHONPATH CASE_SPEC...]]: serve on the lifeline (and the
-    socket); with a runners' socket, fork a runner template (harness.execution.runner_template) that serves there once
-    its imports are done, for runners whose PYTHONPATH is RUNNERS_PYTHONPATH."""
+    """LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH TEMPLATE_MODULE RUNNERS_PYTHONPATH CASE_SPEC...]]: serve on the
+    lifeline (and the socket); with a runners' socket, fork a runner template (TEMPLATE_MODULE's main(), as
+    harness.execution.runner_template has it) that serves there once its imports are done."""
     lifeline = socket.socket(fileno=int(argv[0]))
     # Bound before the imports: the run's workers connect at once and wait for the greeting.
     listening = [_listening(argv[1])] if len(argv) > 1 else []
@@ -266,11 +267,12 @@ def main(argv: list[str]) -> int:
         return 1
     print(f"zygote: {', '.join(PRELOADED)} imported", file=sys.stderr, flush=True)
     if runners is not None:
-        _fork_runner_template(runners, argv[3], argv[4:], [lifeline, *listening], base_path)
+        _fork_runner_template(runners, argv[3], argv[4], argv[5:], [lifeline, *listening], base_path)
     return serve(listening, base_path, lifeline=lifeline)
 
 
-def _fork_runner_template(runners: socket.socket, pythonpath: str, specs: list[str], ours: list[socket.socket], base_path: list[str]) -> None:
+def _fork_runner_template(runners: socket.socket, module: str, pythonpath: str, specs: list[str], ours: list[socket.socket],
+                          base_path: list[str]) -> None:
     """A child that goes on to import what a runner imports before its first cell, then forks the run's runners from
     runners' socket (harness.execution.runner_template). Where it cannot be forked, the socket closes: the runners are
     asked of this zygote."""
@@ -291,7 +293,7 @@ def _fork_runner_template(runners: socket.socket, pythonpath: str, specs: list[s
         # As `python -m` with that PYTHONPATH puts it, in the working directory the runners share with the run.
         sys.path[:] = [os.getcwd(), *(p for p in pythonpath.split(os.pathsep) if p), *base_path]
         # Imported, not run as __main__: the runners forked from it find its module as the one they import.
-        code = importlib.import_module("harness.execution.runner_template").main([str(runners.fileno()), pythonpath, *specs])
+        code = importlib.import_module(module).main([str(runners.fileno()), pythonpath, *specs])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # noqa: BLE001 - the template's failure is logged, and its socket closes with it

@@ -21,8 +21,8 @@ import pytest
 
 from harness.authoring import registry
 from harness.environment import machine, vec_isa
-from harness.execution import autotune_timing, prebuild
-from harness.execution.helper_process import start_zygote, stop_zygote
+from harness.execution import autotune_timing, prebuild, runner_template
+from harness.execution.helper_process import RunnerTemplate, start_zygote, stop_zygote
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import ResultsError
@@ -109,7 +109,7 @@ class MatrixController:
         self._workers = node.workerinput["workercount"]
         node.workerinput["tcm_run_caches"] = self.run_caches
         node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.run_zygote(node.workerinput["workercount"])
-        node.workerinput["tcm_runner_template"] = node.workerinput["tcm_zygote"] and self.runner_template()
+        node.workerinput["tcm_runner_template"] = node.workerinput["tcm_zygote"] and self.runner_template_socket()
         self._timeline["last_configured"] = round(time.time() - self.started, 2)
 
     def run_zygote(self, workers: int) -> str | None:
@@ -119,17 +119,17 @@ class MatrixController:
         torch: the zygote decides itself what depends on the GPU torch sees, and the workers start 3 s sooner. In the
         run's own folder, which only its user can reach; None where that folder's path is too long for a socket's (a
         long TMPDIR): each runner is then started alone."""
-        path, runners = os.path.join(self.run_caches, "zygote.sock"), self.runner_template()
+        path, runners = os.path.join(self.run_caches, "zygote.sock"), self.runner_template_socket()
         if runners is None:
             return None
         if self._zygote is None:
             env = runner_env(self.run_caches, cache_dir=run_caches(self.config), workers=workers, perf=self.config.getoption("perf"),
                              profile_dir=self.config.getoption("profile_dir"), device=False)
             self._zygote = start_zygote(os.path.join(self.run_caches, "zygote.log"), path, {**os.environ, **env},
-                                        runners=(runners, registry.search_path(), case_specs(self.config)))
+                                        runners=RunnerTemplate(runners, runner_template.__name__, registry.search_path(), case_specs(self.config)))
         return path
 
-    def runner_template(self) -> str | None:
+    def runner_template_socket(self) -> str | None:
         """The socket of the run's runner template (harness.execution.runner_template), which its zygote forks."""
         path = os.path.join(self.run_caches, "runners.sock")
         return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None

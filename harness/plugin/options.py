@@ -138,7 +138,7 @@ def run_runner_template(config: pytest.Config) -> str | None:
     if hasattr(config, "workerinput"):
         return config.workerinput.get("tcm_runner_template")
     controller = config.pluginmanager.get_plugin(CONTROLLER)
-    return controller.runner_template() if controller.run_zygote(workers=1) else None
+    return controller.runner_template_socket() if controller.run_zygote(workers=1) else None
 
 
 def run_packages(config: pytest.Config) -> str:

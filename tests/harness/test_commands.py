@@ -239,7 +239,7 @@ CHECKS: dict[str, Check] = {
     "python -m harness repro": helped(),
     "python -m harness profile DIR": helped(),
     "python -m harness profile DIR [--out FILE]": helped(),
-    "python zygote.py LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH RUNNERS_PYTHONPATH CASE_SPEC...]] (harness.execution.helper_process starts it)":
+    "python zygote.py LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH TEMPLATE_MODULE RUNNERS_PYTHONPATH CASE_SPEC...]]":
         fragment("the zygote's usage line: the controller starts the run's with a socket path and its runner template's, a "
                  "runner alone its own; test_runner and test_pytest_matrix fork runners from both, test_time_spent helpers"),
     "python -m MODULE": fragment("the kind of command a helper process forked from the zygote stands for; test_time_spent"),

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from harness.authoring import registry
-from harness.execution.helper_process import _Forked, start_zygote, stop_zygote
+from harness.execution import runner_template
+from harness.execution.helper_process import RunnerTemplate, _Forked, start_zygote, stop_zygote
 from harness.model.outcome import Outcome, Stage
 from harness.runner import Runner, runner_env
 from tests.harness.conftest import PLANTED
@@ -280,7 +281,7 @@ def _zygote_with_runner_template(folder, specs):
     for `specs`; its socket, the template's and the log both write."""
     paths = [os.path.join(folder, name) for name in ("zygote.sock", "runners.sock", "zygote.log")]
     env = {**os.environ, **runner_env(folder, device=False)}
-    proc, lifeline = start_zygote(paths[2], paths[0], env, runners=(paths[1], registry.search_path(), specs))
+    proc, lifeline = start_zygote(paths[2], paths[0], env, runners=RunnerTemplate(paths[1], runner_template.__name__, registry.search_path(), specs))
     try:
         yield paths
     finally:
