@@ -8,16 +8,17 @@ template imports all that once (`prepare`), then forks each runner the run's wor
 socket the zygote bound at its start. A runner forked from it runs harness.runner as a new runner process does, finds
 what it imports imported, and probes its device.
 
-It serves only what it stands for: a runner process (the module harness.runner) of its own case specs, from the working directory it
-imported them in, with an import path that finds each module their import imported where the template found it (a
-worker's path gains the case files' folders as it collects), in the environment the zygote imported torch and Triton
-with (as the zygote checks) and with the autotune timing it installed (AS_PREPARED). Anything else it refuses, and the
-worker asks the zygote, as it does when there is no template. A child forked after the CUDA driver was initialized, or with another
-thread running, may not work at all: where its imports did either (a case module that touches the GPU as it is
-imported), the template serves none, its socket closes, and the runners are forked from the zygote.
+It serves only what it stands for: a runner process (the module harness.runner) of its own case specs, from the
+working directory it imported them in, with an import path that finds each module their import imported where the
+template found it (a worker's path gains the case files' folders as it collects), in the environment the zygote
+imported torch and Triton with (as the zygote checks), and with the autotune timing it installed (AS_PREPARED).
+Anything else it refuses, and the worker asks the zygote, as it does when there is no template. A child forked after
+the CUDA driver was initialized, or with another thread running, may not work at all: where its imports did either (a
+case module that touches the GPU as it is imported), the template serves none, its socket closes, and the runners are
+forked from the zygote.
 
-Its main() runs in the child the run's zygote forks for it (zygote.main), given the socket's descriptor, the runners'
-PYTHONPATH and their case specs.
+Its main() runs in the child the run's zygote forks for it (zygote.main, told this module's name by
+helper_process.RunnerTemplate), given the socket's descriptor, the runners' PYTHONPATH and their case specs.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ if TYPE_CHECKING:  # the plugin imports this module through the runner's parent 
     from harness.authoring.case import Case
 
 # What a runner's first compile and first export import, besides what the runner imports itself: Inductor's compile_fx
-# and its graph passes, Dynamo's Inductor backend, export's tracer (about 150 modules, 0.6-2 s of CPU on the GPU runner).
+# and its graph passes, Dynamo's Inductor backend, export's tracer (about 150 modules; on the GPU runner a process's first
+# compile took 0.6-2 s of CPU more than its second).
 FIRST_COMPILE = ("torch._inductor.compile_fx", "torch._dynamo.backends.inductor", "torch.export._trace")
 AS_PREPARED = (autotune_timing.ENV,)  # what `prepare` read from the environment, which a runner must share with it
 serving = False  # True in a runner forked from the template (its log says so)
@@ -71,7 +73,8 @@ def _refusal(specs: list[str], cwd: str, imported: dict[str, str | None], base_p
         return f"it forks runners of {specs} only"
     if request["cwd"] != cwd:
         return "its working directory differs from the one the cases were imported in"
-    # A runner's path (as the interpreter's -m puts it) must find each module the cases' import imported where the template did.
+    # A runner's path (as the interpreter's -m puts it) must find each module the cases' import imported where the
+    # template did.
     path = [request["cwd"], *(p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p), *base_path]
     elsewhere = sorted(name for name, origin in imported.items() if _found(name, path) != origin)
     if elsewhere:
