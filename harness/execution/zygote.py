@@ -376,5 +376,6 @@ def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: lis
         for child_fd in fds:
             os.close(child_fd)
 
+
 if __name__ == "__main__":
     raise SystemExit(main(sys.argv[1:]))
