@@ -344,6 +344,40 @@ def test_bench_passes_an_interrupt_to_its_matrix_run_and_reports_the_cells_that_
     assert "INCOMPLETE: " in out and "wall time" in out, out[-3000:]
 
 
+IMPORTS_NOTED = """import os, sys, time
+
+_began = time.time()
+_role = "controller" if "pytest" in sys.modules and not os.environ.get("PYTEST_XDIST_WORKER") else (
+    "worker" if "pytest" in sys.modules else "runner or template")
+if _role == "controller":
+    time.sleep(20)  # an import as slow as torch's and the cases' on a machine whose workers import theirs
+with open(os.environ["TCM_IMPORTS_NOTED"], "a") as _noted:
+    _noted.write(f"{_role} {_began} {time.time()}\\n")
+
+"""
+
+
+def test_a_worker_imports_the_cases_once_its_runner_is_forked_and_the_cells_start_before_the_controller_has_imported_them(tmp_path):
+    # The run's runner template imports the cases and forks the runners; a worker importing them beside it, or a
+    # controller importing them before xdist hands out the cells, would only hold the first cells back.
+    noted = tmp_path / "imports.txt"
+    case = tmp_path / "planted_noted.py"
+    case.write_text(IMPORTS_NOTED + open(PLANTED).read())
+    reports = tmp_path / "reports"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", f"--cases={case}",
+                           f"--report-dir={reports}", "--matrix-profile=quick", "-k", "planted_ok and eager", "--matrix"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "TCM_IMPORTS_NOTED": str(noted)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    imports = [(role, float(began), float(ended)) for role, began, ended in (line.rsplit(" ", 2) for line in noted.read_text().splitlines())]
+    workers = [began for role, began, _ in imports if role == "worker"]
+    template = min(ended for role, _, ended in imports if role == "runner or template")
+    controller = [ended for role, _, ended in imports if role == "controller"]
+    assert len(workers) == 2 and min(workers) >= template, imports
+    cells = load(str(reports / "results.json")).cells
+    assert len(controller) == 1 and min(c.timings.finished for c in cells) < controller[0], imports
+    assert re.search(r"triton-compat-matrix: \d+ cells \(of the \d+ its cases make\)", proc.stdout), proc.stdout[-3000:]  # said once imported
+
+
 def test_the_commands_that_run_pytest_pass_on_the_arguments_they_do_not_know_in_order():
     from harness.tools.launch import matrix_command
 
