@@ -172,15 +172,15 @@ class Runner:
     def _prepare(self) -> None:
         self._spare = self._spawn()
 
-    def wait_prepared(self) -> None:
-        """Wait for the runner process prepare() is starting, if any, to be started (not to be ready)."""
+    def _prepared(self) -> None:
+        """Wait for the runner process prepare() is starting, if any."""
         preparing, self._preparing = self._preparing, None
         if preparing is not None:
             preparing.join()
 
     def _start(self) -> float:
         began = time.perf_counter()
-        self.wait_prepared()
+        self._prepared()
         spare, self._spare = self._spare, None
         if spare is not None and spare[0].poll() is not None:  # the standby died while waiting
             _kill(spare[0])
@@ -205,7 +205,7 @@ class Runner:
             _kill(proc)
 
     def close(self) -> None:
-        self.wait_prepared()
+        self._prepared()
         self.stop()
         spare, self._spare = self._spare, None
         if spare is not None:

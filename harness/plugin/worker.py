@@ -38,11 +38,6 @@ class MatrixWorker:
 
     @property
     def cases(self) -> dict[str, Any]:
-        if self._runner is not None:
-            # Its runner is forked from the run's runner template, which imports the cases and what runs them once
-            # torch is imported: importing them here beside it (torch with them) only slows it, on a machine that
-            # has every worker importing them at its start.
-            self._runner.wait_prepared()
         return loaded(self.config).cases
 
     @property
@@ -50,7 +45,8 @@ class MatrixWorker:
         if self._runner is None:
             worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
             workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
-            # The GPUs torch sees, the runner decides, or the zygote that forks it: this process imports no torch for it.
+            # The GPUs torch sees, the runner decides, or the zygote that forks it: this process asks for its runner at
+            # its start (prepare()), before it imports torch with the cases.
             env = runner_env(workdir, worker, run_caches(self.config), workers=worker_count(), perf=self.config.getoption("perf"),
                              profile_dir=self.config.getoption("profile_dir"), device=False)
             self._runner = Runner(case_specs(self.config), workdir, env=env,

@@ -195,7 +195,7 @@ def test_a_profile_that_checks_fewer_dtypes_says_which_it_left_out(run_planted):
 
 def _wait_for_standby(runner, timeout=120):
     """Until the waiting process (prepared or standby) has announced it is ready (its first line sits unread in its pipe)."""
-    runner.wait_prepared()  # prepare() starts it from a thread
+    runner._prepared()  # prepare() starts it from a thread
     proc, _ = runner._spare
     ready, _, _ = select.select([proc.stdout.fileno()], [], [], timeout)
     assert ready, "the standby runner did not start"
