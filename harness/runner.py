@@ -36,7 +36,7 @@ from harness.authoring import registry
 from harness.environment import machine, vec_isa
 from harness.execution import autotune_timing, profiling, runner_template
 from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
-from harness.execution.zygote import DECIDE_ENV, FORKED_ENV, decide_device, device_env
+from harness.execution.zygote import DECIDE_ENV, FORKED_ENV, interpreter_env
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
 from harness.model.outcome import CellResult, Memory, Outcome, Stage
@@ -60,9 +60,8 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, 
     one reused on purpose), else fresh ones inside `workdir` (an old cache must never hide a compile
     failure); Triton's interpreter when there is no GPU; one GPU per pytest worker on a machine with several;
     the CPU's cores split between the `workers` runners; the autotuners' timing (full with `perf`); where the
-    cells' stack samples go (`profile_dir`, harness.execution.profiling). Without `device`, what depends on the GPUs
-    torch sees is left to the process the environment is for, or the zygote that forks it (zygote.DECIDE_ENV), and torch
-    is not imported here."""
+    cells' stack samples go (`profile_dir`, harness.execution.profiling). Without `device`, what depends on the GPU
+    torch sees is left to the zygote the environment is for (zygote.DECIDE_ENV), and torch is not imported."""
     caches = cache_dir or workdir
     env = {
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(caches, INDUCTOR_CACHE),
@@ -76,11 +75,14 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, 
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
     if not device:
-        env[DECIDE_ENV] = worker
+        env[DECIDE_ENV] = "1"
         return env
     import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
-    env.update(device_env(torch.cuda.device_count() if torch.cuda.is_available() else 0, worker, os.environ))
+    env.update(interpreter_env(torch.cuda.is_available()))
+    if torch.cuda.is_available() and torch.cuda.device_count() > 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        index = int("".join(ch for ch in worker if ch.isdigit()) or 0)
+        env["CUDA_VISIBLE_DEVICES"] = str(index % torch.cuda.device_count())
     return env
 
 
@@ -413,8 +415,6 @@ def _memory_after(device: str, allocated_before: float | None) -> Memory:
 
 
 def main(case_modules: list[str]) -> None:
-    if DECIDE_ENV in os.environ:  # started by its worker, not forked by a zygote that decided it: before Triton's import
-        decide_device()
     exit_with_asker()
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything printed by kernels or PyTorch goes to the log, not the protocol

@@ -35,7 +35,6 @@ from typing import Any, Callable, Iterable
 
 from harness.environment import machine
 from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
-from harness.execution.zygote import DECIDE_ENV, decide_device
 from harness.model.cell import Cell
 from harness.model.rows import Kind
 
@@ -205,8 +204,6 @@ def _cpu_seconds() -> float:
 
 def main(argv: list[str]) -> int:
     key, caches, packages, workdir = argv
-    if DECIDE_ENV in os.environ:  # started by the controller, not forked by the run's zygote: before Triton's import
-        decide_device()
     exit_with_asker()
     said = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # what torch or a compiler prints goes to the log; stdout carries the one line

@@ -95,7 +95,7 @@ def main(argv: list[str]) -> int:
     ours = [p for p in pythonpath.split(os.pathsep) if p]
     base_path = [p for p in sys.path[1:] if p not in ours]  # the installation's, as the zygote's children get it
     before = set(sys.modules)
-    with zygote.is_available_answered(zygote.decide_device() > 0):  # decided as the zygote did, for the runners it forks
+    with zygote.is_available_answered(zygote.torch_sees_a_gpu()):
         prepare(specs)
         for module in FIRST_COMPILE:  # a runner imports these at its first compile, not before its first cell
             importlib.import_module(module)

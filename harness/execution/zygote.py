@@ -36,7 +36,7 @@ import select
 import signal
 import socket
 import sys
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator
 
 # What every child imports anyway: torch, triton, and what a process that loads an AOTInductor package imports first
 # (torch._inductor.package, and torch._dynamo with it). Not Inductor's compiler (torch._inductor.graph, compile_fx),
@@ -57,13 +57,9 @@ IMPORT_TIME_ENV = ("TORCH", "PYTORCH", "TRITON", "OMP_", "MKL_", "KMP_", "CUDA_"
 # after that, where they are used, as in the child.
 READ_WHEN_USED = ("CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 FORKED_ENV = "TCM_FORKED_BY"  # in a child's environment: the zygote's pid (a runner says so in its log)
-# Set in a process's environment by a caller that has not imported torch, to the pytest worker the process serves (or
-# empty): the process decides the device part of its environment itself (device_env) once it has imported torch, before
-# Triton's import reads it (decide_device), so that the run's processes start before its controller and workers import
-# torch, and those need not import it to start them. A zygote that decided fills it in for the children it forks
-# (`decided`).
-DECIDE_ENV = "TCM_DECIDE_DEVICE"
-_gpus: int | None = None  # the GPUs torch sees, as this process decided them (decide_device); None: not decided here
+# Set in a zygote's environment by a caller that has not imported torch: the zygote adds interpreter_env's part itself,
+# once it has imported torch, so that the run's processes start before the run's controller imports torch.
+DECIDE_ENV = "TCM_ZYGOTE_DECIDES_DEVICE"
 
 
 def cuda_initialized() -> bool:
@@ -93,7 +89,7 @@ def _imported_with(env: dict[str, str]) -> dict[str, str]:
 
 def _refusal(request: dict) -> str | None:
     """Why this zygote cannot stand for the process the request asks for, or None."""
-    ours, theirs = _imported_with(dict(os.environ)), _imported_with(decided(request["env"]))
+    ours, theirs = _imported_with(dict(os.environ)), _imported_with(request["env"])
     differ = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k) and k not in request.get("set_while_running", ()))
     return f"its environment differs in {', '.join(differ)}, read when torch and triton were imported" if differ else None
 
@@ -132,7 +128,7 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_pat
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
         os.chdir(request["cwd"])
         os.environ.clear()
-        os.environ.update(decided(request["env"]))
+        os.environ.update(request["env"])
         os.environ[FORKED_ENV] = str(os.getppid())
         if in_child is not None:
             in_child()
@@ -182,63 +178,36 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_pat
         os._exit(code)
 
 
-def device_env(gpus: int, worker: str, environ: Mapping[str, str]) -> dict[str, str]:
-    """What a process's environment needs for the `gpus` GPUs torch sees: without one, Triton's interpreter runs the
-    kernels on the CPU (TRITON_INTERPRET, which Triton reads as it decorates kernels, its own among them at its import);
-    with several, one GPU a pytest worker (`worker`, as gw3), unless `environ` chooses them (CUDA_VISIBLE_DEVICES). The
-    runners' environment (harness.runner.runner_env) takes it from here, and so does a process left to decide it
-    (DECIDE_ENV)."""
-    if gpus == 0:
-        return {"TRITON_INTERPRET": "1"}
-    if gpus > 1 and worker and "CUDA_VISIBLE_DEVICES" not in environ:
-        return {"CUDA_VISIBLE_DEVICES": str(int("".join(ch for ch in worker if ch.isdigit()) or 0) % gpus)}
-    return {}
+def interpreter_env(gpu: bool) -> dict[str, str]:
+    """What a process's environment needs where torch sees a GPU (`gpu`), or none: without one, Triton's interpreter runs
+    the kernels on the CPU (TRITON_INTERPRET, which Triton reads as it decorates kernels, its own among them at its
+    import). The runners' environment (harness.runner.runner_env) takes it from here, and so does a zygote left to
+    decide it (DECIDE_ENV), since its caller has not imported torch."""
+    return {} if gpu else {"TRITON_INTERPRET": "1"}
 
 
-def gpus_torch_sees() -> int:
-    """How many GPUs torch sees (none where torch.cuda.is_available() is False), asked in a child forked for the
-    question: asked here, it would start a thread (the CUDA driver's, or NVML's where NVML answers), and a child forked
-    from a process that runs a thread may deadlock."""
+def torch_sees_a_gpu() -> bool:
+    """torch.cuda.is_available(), asked in a child forked for the question: asked here, it would start a thread (the
+    CUDA driver's, or NVML's where NVML answers), and a child forked from a process that runs a thread may deadlock."""
     import torch
 
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            os.write(write, str(torch.cuda.device_count() if torch.cuda.is_available() else 0).encode())
+            os.write(write, b"1" if torch.cuda.is_available() else b"0")
         finally:
             os._exit(0)
     os.close(write)
-    answer = os.read(read, 16)
+    answer = os.read(read, 1)
     os.close(read)
     os.waitpid(pid, 0)
-    return int(answer or b"0")
-
-
-def decide_device() -> int:
-    """The GPUs torch sees, asked once a process; where its environment leaves the device part to it (DECIDE_ENV), that
-    part decided now. Before Triton's import, which reads it."""
-    global _gpus
-    if _gpus is None:
-        _gpus = gpus_torch_sees()
-    worker = os.environ.pop(DECIDE_ENV, None)
-    if worker is not None:
-        os.environ.update(device_env(_gpus, worker, os.environ))
-    return _gpus
-
-
-def decided(env: dict[str, str]) -> dict[str, str]:
-    """A request's environment with the device part it leaves to this process (DECIDE_ENV) as this process decided it;
-    as it is where this process never decided (the child then decides itself)."""
-    if DECIDE_ENV not in env or _gpus is None:
-        return env
-    rest = {k: v for k, v in env.items() if k != DECIDE_ENV}
-    return {**rest, **device_env(_gpus, env[DECIDE_ENV], rest)}
+    return answer == b"1"
 
 
 @contextlib.contextmanager
 def is_available_answered(gpu: bool) -> Iterator[None]:
-    """torch.cuda.is_available() answers `gpu` (what gpus_torch_sees found) while modules import: torch's may ask it as
+    """torch.cuda.is_available() answers `gpu` (torch_sees_a_gpu's answer) while modules import: torch's may ask it as
     they do (Inductor's benchmarking module does), which would start a thread here."""
     import torch
 
@@ -283,10 +252,10 @@ def main(argv: list[str]) -> int:
     del sys.path[0]
     ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     base_path = [p for p in sys.path if p not in ours]
-    if DECIDE_ENV in os.environ:  # the zygote serves every worker: none's GPU is its own
-        os.environ[DECIDE_ENV] = ""
-    gpus = decide_device()  # torch imported, Triton not yet
-    with is_available_answered(gpus > 0):
+    gpu = torch_sees_a_gpu()  # torch imported, Triton not yet
+    if os.environ.pop(DECIDE_ENV, None):  # before Triton's import, which reads it
+        os.environ.update(interpreter_env(gpu))
+    with is_available_answered(gpu):
         for module in PRELOADED:  # the imports every child would pay
             importlib.import_module(module)
     # The children's collections need not walk what the imports made (nor copy its pages from this process's).
@@ -409,7 +378,4 @@ def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: lis
 
 
 if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    sys.stderr.flush()
-    # Nothing of its own to finish (its children are on their own): torch's teardown would only add to the run's end.
-    os._exit(code)
+    raise SystemExit(main(sys.argv[1:]))

@@ -32,17 +32,7 @@ from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
 from harness.model.settings import PROFILES
 from harness.plugin import estimate
-from harness.plugin.options import (
-    DEFAULT_REPORT_DIR,
-    PARTIAL,
-    case_specs,
-    loaded,
-    profile_name,
-    run_caches,
-    run_packages,
-    runs_cells_here,
-    shard_of,
-)
+from harness.plugin.options import DEFAULT_REPORT_DIR, PARTIAL, case_specs, loaded, profile_name, run_caches, run_packages, shard_of
 from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
 from harness.plugin.status import result_of
 from harness.reporting import report
@@ -94,9 +84,7 @@ class MatrixController:
         self.started = time.time()
         self.run_caches = tempfile.mkdtemp(prefix="tcm-caches-")
         self.stopped_by: str | None = None
-        self._started = False  # the collected cells' prebuilds and the machine's read (_collected)
-        self._announced = False  # what the run will do, said (_announce)
-        self._importing: Future[None] | None = None  # the cases' import beside the workers' first cells (_import_cases)
+        self._announced = False
         self._summary: list[tuple[str, dict[str, bool]]] = []  # said at the end, after pytest's summary
         self._progress_said, self._progress_tenth = time.time(), 0
         self._sigterm: Any = None
@@ -150,7 +138,7 @@ class MatrixController:
         """The environment the run's runners get, and its prebuilds with them (the same, once chosen)."""
         if self._env is None:
             env = runner_env(self.run_caches, cache_dir=run_caches(self.config), workers=workers, perf=self.config.getoption("perf"),
-                             profile_dir=self.config.getoption("profile_dir"), device=False)
+                             profile_dir=self.config.getoption("profile_dir"))
             self._env = {**os.environ, **env}
         return self._env
 
@@ -190,56 +178,14 @@ class MatrixController:
         self._collected(ids)
 
     def _collected(self, nodeids: list[str]) -> None:
-        """The cells this run will run (after -k, --lf and the like): start what they share, and say once what the run
-        will do (with workers, once the cases are imported beside them: `_import_cases`)."""
-        first = not self.collected and not self._started
+        """The cells this run will run (after -k, --lf and the like): say once what the run will do."""
+        first = not self.collected and not self._announced
         self.collected |= {cell for nodeid in nodeids if (cell := Cell.of_test(nodeid))}
         if first and not self.config.option.collectonly:
-            self._started = True
-            self._prebuild()
-            self._read_this_machine()
-            if self.collected and not runs_cells_here(self.config):
-                self._import_cases()
-            else:
-                self._announce()
-
-    def _import_cases(self) -> None:
-        """Import the run's cases, torch with them, in a thread: xdist hands the workers their cells only after their
-        collections' hook returns, and these imports take seconds on a machine whose workers import theirs. Until it
-        is done, this process's main thread imports none of them (`_cases_imported`): two threads importing one
-        module may meet it half-initialized."""
-
-        def load() -> None:
-            import torch
-
-            loaded(self.config)
-            profile_name(self.config)
-            if torch.cuda.is_available():
-                torch.cuda.get_device_name()
-
-        importer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tcm-cases")
-        self._importing = importer.submit(load)
-        importer.shutdown(wait=False)
-
-    def _cases_imported(self, wait: bool = True) -> bool:
-        """Whether this process may use the cases and torch now (after waiting for `_import_cases`, with `wait`)."""
-        if self._importing is None:
-            return True
-        if wait:
-            self._importing.result()
-        return self._importing.done()
-
-    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        self._announce_once_imported()
-
-    def _announce_once_imported(self) -> None:
-        if self._started and not self._announced and self._cases_imported(wait=False):
-            self._announce()
-
-    def _announce(self) -> None:
-        if not self._announced:
             self._announced = True
+            self._prebuild()
             self._say(estimate.announce(self._plan()))
+            self._read_this_machine()
 
     def _read_this_machine(self) -> Future[Fingerprint | None]:
         """Start reading what this machine is (machine.this_machine(): seconds of imports, nvidia-smi, the compilers and
@@ -256,7 +202,6 @@ class MatrixController:
         return self._this_machine
 
     def _plan(self) -> estimate.Plan:
-        self._cases_imported()
         import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
 
         cases = loaded(self.config).cases
@@ -276,7 +221,6 @@ class MatrixController:
         part = shard_of(self.config)
         if part is not None:
             return os.path.join(DEFAULT_REPORT_DIR, part.name)
-        self._cases_imported()
         whole = self.collected >= set(matrix_cells(loaded(self.config).cases))
         return DEFAULT_REPORT_DIR if whole else os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
 
@@ -352,8 +296,7 @@ class MatrixController:
         if report.when == "teardown" and result is not None:
             # Every tenth of the run, and at least every PROGRESS_EVERY_S seconds.
             tenth = 10 * len(self.results) // max(1, len(self.collected))
-            self._announce_once_imported()
-            if (tenth > self._progress_tenth or time.time() - self._progress_said >= PROGRESS_EVERY_S) and self._announced:
+            if tenth > self._progress_tenth or time.time() - self._progress_said >= PROGRESS_EVERY_S:
                 self._progress_said, self._progress_tenth = time.time(), tenth
                 self._say(estimate.progress(self.results.values(), self._plan(), time.time() - self.started))
 
@@ -375,8 +318,6 @@ class MatrixController:
             self._say(text, **markup)
 
     def _write_reports(self, session: pytest.Session) -> None:
-        if self.collected and not self.config.option.collectonly:
-            self._announce()  # a run shorter than the cases' import (`_import_cases`) says it now
         # Read here, not from the workers: a -k selection, or every case broken, must not hide them.
         problems = loaded(self.config).problems
         if problems and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):

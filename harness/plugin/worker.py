@@ -45,10 +45,8 @@ class MatrixWorker:
         if self._runner is None:
             worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
             workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
-            # The GPUs torch sees, the runner decides, or the zygote that forks it: this process asks for its runner at
-            # its start (prepare()), before it imports torch with the cases.
             env = runner_env(workdir, worker, run_caches(self.config), workers=worker_count(), perf=self.config.getoption("perf"),
-                             profile_dir=self.config.getoption("profile_dir"), device=False)
+                             profile_dir=self.config.getoption("profile_dir"))
             self._runner = Runner(case_specs(self.config), workdir, env=env,
                                   cells_per_process=self.config.getoption("cells_per_process") or None, zygote=run_zygote(self.config),
                                   template=run_runner_template(self.config))

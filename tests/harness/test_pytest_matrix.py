@@ -344,41 +344,6 @@ def test_bench_passes_an_interrupt_to_its_matrix_run_and_reports_the_cells_that_
     assert "INCOMPLETE: " in out and "wall time" in out, out[-3000:]
 
 
-IMPORTS_NOTED = """import os, sys, time
-
-_began, _torch = time.time(), "torch" in sys.modules
-_role = "controller" if "pytest" in sys.modules and not os.environ.get("PYTEST_XDIST_WORKER") else (
-    "worker" if "pytest" in sys.modules else "runner or template")
-if _role == "controller":
-    time.sleep(20)  # an import as slow as torch's and the cases' on a machine whose workers import theirs
-with open(os.environ["TCM_IMPORTS_NOTED"], "a") as _noted:
-    _noted.write(f"{_role} {_torch} {_began} {time.time()}\\n")
-
-"""
-
-
-def test_a_worker_asks_for_its_runner_before_it_imports_torch_and_the_cells_start_before_the_controller_has_imported_the_cases(tmp_path):
-    # The run's runner template imports torch and the cases and forks the runners: a worker that imported torch to
-    # set its runner's environment asked for its runner only then, and a controller importing the cases before xdist
-    # hands out the cells held them back.
-    noted = tmp_path / "imports.txt"
-    case = tmp_path / "planted_noted.py"
-    case.write_text(IMPORTS_NOTED + open(PLANTED).read())
-    reports = tmp_path / "reports"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}  # this test's own worker's
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", f"--cases={case}",
-                           f"--report-dir={reports}", "--matrix-profile=quick", "-k", "planted_ok and eager", "--matrix"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, env={**env, "TCM_IMPORTS_NOTED": str(noted)})
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    imports = [(role, torch == "True", float(ended)) for role, torch, _, ended in (line.rsplit(" ", 3) for line in noted.read_text().splitlines())]
-    assert sorted((role, torch) for role, torch, _ in imports if role != "runner or template") == [
-        ("controller", True), ("worker", False), ("worker", False)], imports  # the controller's from its thread
-    controller = [ended for role, _, ended in imports if role == "controller"]
-    cells = load(str(reports / "results.json")).cells
-    assert min(c.timings.finished for c in cells) < controller[0], imports
-    assert re.search(r"triton-compat-matrix: \d+ cells \(of the \d+ its cases make\)", proc.stdout), proc.stdout[-3000:]  # said once imported
-
-
 def test_the_commands_that_run_pytest_pass_on_the_arguments_they_do_not_know_in_order():
     from harness.tools.launch import matrix_command
 

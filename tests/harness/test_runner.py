@@ -16,7 +16,6 @@ import torch
 from harness.authoring import registry
 from harness.execution import runner_template
 from harness.execution.helper_process import RunnerTemplate, _Forked, start_zygote, stop_zygote
-from harness.execution.zygote import device_env
 from harness.model.outcome import Outcome, Stage
 from harness.runner import Runner, runner_env
 from tests.harness.conftest import PLANTED
@@ -306,40 +305,6 @@ def test_a_runs_runners_are_forked_from_its_runner_template_and_a_crashed_one_is
     assert (crashed.outcome, crashed.signal) == (Outcome.CRASH, "SIGSEGV")
     assert len(logs) == 2 and all("runner ready (forked by the runner template" in text for text in logs), logs
     assert "runner template" in zygote_log and "refused" not in zygote_log, zygote_log  # the zygote decided the device as the runners' torch did
-
-
-def test_a_runner_left_to_decide_its_device_is_forked_with_the_device_the_template_decided(run_planted, tmp_path):
-    # As a run's workers ask, having imported no torch: on this machine's device the kernel runs only as decided (on a
-    # machine without a GPU, in Triton's interpreter).
-    workdir = str(tmp_path / "work")
-    with _zygote_with_runner_template(str(tmp_path), [PLANTED]) as (zygote, template, log):
-        with Runner([PLANTED], workdir, env=runner_env(workdir, "gw1", device=False), zygote=zygote, template=template,
-                    standby=False) as runner:
-            result = run_planted("planted_ok", runner=runner)
-            logs = _runner_logs(runner)
-        zygote_log = open(log).read()
-    assert result.outcome is Outcome.PASS, result.message
-    assert "runner ready (forked by the runner template" in logs[0], logs
-    assert "refused" not in zygote_log, zygote_log
-
-
-def test_a_runner_left_to_decide_its_device_and_started_alone_decides_it_itself(run_planted):
-    workdir = tempfile.mkdtemp(prefix="tcm-test-")
-    try:
-        with Runner([PLANTED], workdir, env=runner_env(workdir, device=False), standby=False) as runner:
-            result = run_planted("planted_ok", runner=runner)
-            assert isinstance(runner._proc, subprocess.Popen)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    assert result.outcome is Outcome.PASS, result.message
-
-
-def test_the_device_part_of_a_processs_environment_runs_kernels_where_torch_sees_gpus():
-    assert device_env(0, "gw3", {}) == {"TRITON_INTERPRET": "1"}  # no GPU: Triton's interpreter
-    assert device_env(1, "gw3", {}) == {}
-    assert device_env(4, "gw6", {}) == {"CUDA_VISIBLE_DEVICES": "2"}  # several: one a worker
-    assert device_env(4, "gw6", {"CUDA_VISIBLE_DEVICES": "1,3"}) == {}  # the user's choice wins
-    assert device_env(4, "", {}) == {}  # a process no worker's (the run's zygote)
 
 
 def test_a_runner_template_forks_runners_of_its_own_cases_only_and_the_zygote_forks_the_others(run_planted, tmp_path):
