@@ -477,7 +477,5 @@ def main(case_modules: list[str]) -> None:
         send({"event": "healthy"})
 
 
-
-
 if __name__ == "__main__":
     main(sys.argv[1:])
