@@ -6,7 +6,7 @@ load, and a run starts a runner per worker at once, then one for each that a cra
 context replaces. The run's zygote (harness.execution.zygote) forks this template once its own imports are done; the
 template imports all that once (`prepare`), then forks each runner the run's workers ask for (zygote.serve), over a
 socket the zygote bound at its start. A runner forked from it runs harness.runner as a new runner process does, finds
-what it imports imported, and probes its device.
+what it imports imported, and its device's dtype probe recorded by a process the template started before its imports.
 
 It serves only what it stands for: a runner process (the module harness.runner) of its own case specs, from the
 working directory it imported them in, with an import path that finds each module their import imported where the
@@ -27,6 +27,7 @@ import gc
 import importlib
 import importlib.machinery
 import os
+import signal
 import socket
 import sys
 import time
@@ -43,6 +44,9 @@ if TYPE_CHECKING:  # the plugin imports this module through the runner's parent 
 # compile took 0.6-2 s of CPU more than its second).
 FIRST_COMPILE = ("torch._inductor.compile_fx", "torch._dynamo.backends.inductor", "torch.export._trace")
 AS_PREPARED = (autotune_timing.ENV,)  # what `prepare` read from the environment, which a runner must share with it
+# How long the dtype probe beside the template may take (its CUDA start and three small Triton compiles: about 2 s on the
+# GPU runner, 1.6 s on the interpreter) before it is ended: the runners wait on its lock meanwhile.
+PROBE_TIMEOUT_S = 120
 serving = False  # True in a runner forked from the template (its log says so)
 
 
@@ -83,6 +87,37 @@ def _refusal(specs: list[str], cwd: str, imported: dict[str, str | None], base_p
     return f"its environment differs in {', '.join(differ)}, read as the template prepared" if differ else None
 
 
+def _record_the_dtype_probe() -> None:
+    """Have the run's dtype probe (harness.environment.probe.broken_dtypes) measured and recorded in the run's caches
+    while this template imports, by a grandchild nobody waits for: the runners forked from the template then read the
+    record. Otherwise the first runner measures it once forked (about 2 s on the GPU runner) while the others wait on
+    its lock, and a run's first cells begin that much later. Where the grandchild fails or is ended, a runner measures it
+    as before; without a record folder (no TORCHINDUCTOR_CACHE_DIR) every runner does."""
+    record_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if not record_dir:
+        return
+    try:
+        pid = os.fork()
+    except OSError:
+        return
+    if pid:
+        os.waitpid(pid, 0)
+        return
+    try:
+        if os.fork() == 0:
+            signal.alarm(PROBE_TIMEOUT_S)  # its default action ends the process, and its lock with it
+            from harness.environment import machine, probe
+
+            probe.broken_dtypes(machine.cells_device(), record_dir)
+    except BaseException:  # noqa: BLE001 - a runner measures it where this one did not
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stderr.flush()
+        os._exit(0)
+
+
 def _begin_runner() -> None:
     global serving
     serving = True
@@ -95,6 +130,7 @@ def main(argv: list[str]) -> int:
     ours = [p for p in pythonpath.split(os.pathsep) if p]
     base_path = [p for p in sys.path[1:] if p not in ours]  # the installation's, as the zygote's children get it
     before = set(sys.modules)
+    _record_the_dtype_probe()
     with zygote.is_available_answered(zygote.torch_sees_a_gpu()):
         prepare(specs)
         for module in FIRST_COMPILE:  # a runner imports these at its first compile, not before its first cell

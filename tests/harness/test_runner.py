@@ -2,6 +2,7 @@
 and message, and the next cell still runs."""
 
 import contextlib
+import json
 import math
 import os
 import select
@@ -9,15 +10,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 import torch
+import triton
 
 from harness.authoring import registry
+from harness.environment import machine, probe
 from harness.execution import runner_template
 from harness.execution.helper_process import RunnerTemplate, _Forked, start_zygote, stop_zygote
 from harness.model.outcome import Outcome, Stage
-from harness.runner import Runner, runner_env
+from harness.runner import INDUCTOR_CACHE, Runner, runner_env
 from tests.harness.conftest import PLANTED
 
 PLANTED_BLAME = os.path.join(os.path.dirname(__file__), "planted_blame.py")
@@ -333,6 +337,20 @@ def test_a_runner_template_whose_case_module_starts_a_thread_forks_no_runner_and
     assert result.outcome is Outcome.PASS
     assert "runner ready (forked by the zygote" in logs[0]
     assert "runner template: not serving: 2 threads run; the runners are forked from the zygote" in zygote_log, zygote_log
+
+
+def test_a_runs_dtype_probe_is_recorded_beside_its_runner_template_before_any_runner_asks(tmp_path):
+    # Otherwise the run's first runner measures it once forked, and the other first runners wait on its lock.
+    record = tmp_path / INDUCTOR_CACHE / probe.RECORD
+    device = machine.cells_device()
+    key = (f"dtypes on {device}|{torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}|torch {torch.__version__}|"
+           f"triton {triton.__version__}")  # as a runner of this run looks it up (probe._recorded)
+    with _zygote_with_runner_template(str(tmp_path), [PLANTED]) as (_, _, log):
+        deadline = time.monotonic() + 120
+        while not record.exists() or key not in json.loads(record.read_text()):
+            assert time.monotonic() < deadline, f"no dtype probe recorded in {record}; the zygote's log:\n{open(log).read()}"
+            time.sleep(0.2)
+    assert isinstance(json.loads(record.read_text())[key], dict)
 
 
 def test_runners_split_the_cpu_cores_between_pytest_workers(tmp_path, monkeypatch):
