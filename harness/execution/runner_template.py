@@ -87,12 +87,13 @@ def _refusal(specs: list[str], cwd: str, imported: dict[str, str | None], base_p
     return f"its environment differs in {', '.join(differ)}, read as the template prepared" if differ else None
 
 
-def _record_the_dtype_probe() -> None:
+def _record_the_dtype_probe(runners: socket.socket) -> None:
     """Have the run's dtype probe (harness.environment.probe.broken_dtypes) measured and recorded in the run's caches
     while this template imports, by a grandchild nobody waits for: the runners forked from the template then read the
     record. Otherwise the first runner measures it once forked (about 2 s on the GPU runner) while the others wait on
     its lock, and a run's first cells begin that much later. Where the grandchild fails or is ended, a runner measures it
-    as before; without a record folder (no TORCHINDUCTOR_CACHE_DIR) every runner does."""
+    as before; without a record folder (no TORCHINDUCTOR_CACHE_DIR) every runner does. It keeps no copy of the template's
+    `runners` socket: where the template ends, the socket must close at once, so that the workers ask the zygote."""
     record_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     if not record_dir:
         return
@@ -104,6 +105,7 @@ def _record_the_dtype_probe() -> None:
         os.waitpid(pid, 0)
         return
     try:
+        runners.close()
         if os.fork() == 0:
             signal.alarm(PROBE_TIMEOUT_S)  # its default action ends the process, and its lock with it
             from harness.environment import machine, probe
@@ -130,7 +132,7 @@ def main(argv: list[str]) -> int:
     ours = [p for p in pythonpath.split(os.pathsep) if p]
     base_path = [p for p in sys.path[1:] if p not in ours]  # the installation's, as the zygote's children get it
     before = set(sys.modules)
-    _record_the_dtype_probe()
+    _record_the_dtype_probe(runners)
     with zygote.is_available_answered(zygote.torch_sees_a_gpu()):
         prepare(specs)
         for module in FIRST_COMPILE:  # a runner imports these at its first compile, not before its first cell
