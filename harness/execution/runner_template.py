@@ -50,12 +50,17 @@ PROBE_TIMEOUT_S = 120
 serving = False  # True in a runner forked from the template (its log says so)
 
 
+# The cells' code (Inductor's compiler with it) and the dtype probe's, imported before the case modules as a runner always
+# had them.
+CELLS_CODE = ("harness.execution.execute", "harness.environment.probe")
+
+
 def prepare(case_specs: list[str]) -> dict[str, Case]:
     """What a runner process does before it knows its device (harness.runner), and the template once for the run's
     runners: the cases (their problems the plugin reports), with the cells' code imported before them."""
     autotune_timing.install()  # before the case modules: one that binds Triton's benchmarker binds the capped one
-    for module in ("harness.execution.execute", "harness.environment.probe"):  # the cells' code (Inductor's compiler with it)
-        importlib.import_module(module)  # and the dtype probe's, before the case modules as the runner always had them
+    for module in CELLS_CODE:
+        importlib.import_module(module)
     cases = registry.load(case_specs).cases
     import torch._dynamo.config as dynamo_config
 
@@ -133,10 +138,10 @@ def main(argv: list[str]) -> int:
     base_path = [p for p in sys.path[1:] if p not in ours]  # the installation's, as the zygote's children get it
     before = set(sys.modules)
     _record_the_dtype_probe(runners)
-    with zygote.is_available_answered(zygote.torch_sees_a_gpu()):
-        prepare(specs)
-        for module in FIRST_COMPILE:  # a runner imports these at its first compile, not before its first cell
+    with zygote.gpus_known(zygote.gpus_torch_sees()):  # torch's modules and the harness's; not the case modules
+        for module in (*CELLS_CODE, *FIRST_COMPILE):  # a runner imports FIRST_COMPILE at its first compile, not before its first cell
             importlib.import_module(module)
+    prepare(specs)
     # Where this process found each top-level module it imported: a runner must find them there too.
     imported = {name: _found(name, sys.path) for name in {m.partition(".")[0] for m in set(sys.modules) - before}}
     gc.collect()

@@ -186,37 +186,56 @@ def interpreter_env(gpu: bool) -> dict[str, str]:
     return {} if gpu else {"TRITON_INTERPRET": "1"}
 
 
-def torch_sees_a_gpu() -> bool:
-    """torch.cuda.is_available(), asked in a child forked for the question: asked here, it would start a thread (the
-    CUDA driver's, or NVML's where NVML answers), and a child forked from a process that runs a thread may deadlock."""
+def gpus_torch_sees() -> int:
+    """How many GPUs torch.cuda.is_available() and device_count() see (0: none), asked in a child forked for the
+    question: asked here, they would start a thread (the CUDA driver's, or NVML's where NVML answers, which stays after
+    nvmlShutdown), and a child forked from a process that runs a thread may deadlock."""
     import torch
 
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            os.write(write, b"1" if torch.cuda.is_available() else b"0")
+            os.write(write, str(torch.cuda.device_count() if torch.cuda.is_available() else 0).encode())
         finally:
             os._exit(0)
     os.close(write)
-    answer = os.read(read, 1)
+    answer = os.read(read, 16)
     os.close(read)
     os.waitpid(pid, 0)
-    return answer == b"1"
+    return int(answer or 0)
+
+
+NVML_CHECK_ENV = "PYTORCH_NVML_BASED_CUDA_CHECK"  # torch's own switch for a device check that does not poison fork
 
 
 @contextlib.contextmanager
-def is_available_answered(gpu: bool) -> Iterator[None]:
-    """torch.cuda.is_available() answers `gpu` (torch_sees_a_gpu's answer) while modules import: torch's may ask it as
-    they do (Inductor's benchmarking module does), which would start a thread here."""
-    import torch
+def gpus_known(count: int) -> Iterator[None]:
+    """While torch's own modules import: torch.cuda.is_available() answered by torch itself from `count` (gpus_torch_sees'
+    answer), without the CUDA driver or NVML: torch's check for a process that will fork (NVML_CHECK_ENV) returns
+    device_count(), which returns the count torch caches once CUDA is initialized (torch.cuda._cached_device_count),
+    here set for the imports and cleared after. Torch's modules may ask as they import (Inductor's benchmarking module
+    does: `use_experimental_benchmarker = ... and torch.cuda.is_available()`), which would start a thread here. No
+    function is replaced: Dynamo's tables (the functions it constant-folds, those it skips) are filled with torch's
+    own, as in a fresh process. Not for the case modules' imports: they ask as they would anywhere, and where that
+    initializes CUDA the process serves none (unsafe_to_fork). A torch without that cache asks for real, with the same
+    consequence."""
+    import torch.cuda
 
-    asked = torch.cuda.is_available
-    torch.cuda.is_available = lambda: gpu
+    if getattr(torch.cuda, "_cached_device_count", 0) is not None:  # another torch, or CUDA already initialized
+        yield
+        return
+    switch = os.environ.get(NVML_CHECK_ENV)
+    os.environ[NVML_CHECK_ENV] = "1"
+    torch.cuda._cached_device_count = count
     try:
         yield
     finally:
-        torch.cuda.is_available = asked
+        torch.cuda._cached_device_count = None
+        if switch is None:
+            del os.environ[NVML_CHECK_ENV]
+        else:
+            os.environ[NVML_CHECK_ENV] = switch
 
 
 def unsafe_to_fork() -> str | None:
@@ -252,10 +271,10 @@ def main(argv: list[str]) -> int:
     del sys.path[0]
     ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     base_path = [p for p in sys.path if p not in ours]
-    gpu = torch_sees_a_gpu()  # torch imported, Triton not yet
+    gpus = gpus_torch_sees()  # torch imported, Triton not yet
     if os.environ.pop(DECIDE_ENV, None):  # before Triton's import, which reads it
-        os.environ.update(interpreter_env(gpu))
-    with is_available_answered(gpu):
+        os.environ.update(interpreter_env(gpus > 0))
+    with gpus_known(gpus):
         for module in PRELOADED:  # the imports every child would pay
             importlib.import_module(module)
     # The children's collections need not walk what the imports made (nor copy its pages from this process's).
