@@ -3,6 +3,7 @@ did it trace into the Triton kernel, call an opaque operator, or hold neither?""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import torch
@@ -40,13 +41,18 @@ class GraphObserver:
         return "absent"
 
     def inductor_pass(self) -> Any:
-        observer = self
+        """A post-grad pass that records each graph Inductor compiles and changes nothing. Its cache key is this
+        observer's own: Inductor's FX graph and AOTAutograd caches save and look up as they do in a new process (a
+        pass without a key makes them bypass both, and a cell would never meet what saving a graph with its kernel
+        does), while a graph compiled by another cell of the run, whose observer is another, is never served to this
+        one: each cell compiles on caches as cold as a new process's, and every graph it compiles is seen."""
+        observer, key = self, f"tcm-observer-{uuid.uuid4().hex}"
 
         class Observe(CustomGraphPass):
             def __call__(self, graph: torch.fx.Graph) -> None:
                 observer.record(graph)
 
-            def uuid(self) -> None:  # no cache key: every compile runs the pass, so every graph is seen
-                return None
+            def uuid(self) -> str:
+                return key
 
         return Observe()
