@@ -35,7 +35,16 @@ from typing import Any
 from harness.authoring import registry
 from harness.environment import machine, vec_isa
 from harness.execution import autotune_timing, profiling, runner_template
-from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
+from harness.execution.helper_process import (
+    ASKED_BY_ENV,
+    ZYGOTE_ENV,
+    Zygote,
+    exit_with_asker,
+    forked,
+    kill_session,
+    python_status,
+    without_pytest,
+)
 from harness.execution.zygote import DECIDE_ENV, FORKED_ENV, interpreter_env
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
@@ -139,7 +148,7 @@ class Runner:
 
     def _spawn(self) -> tuple[subprocess.Popen[bytes], str]:
         """A new runner process, with its own log; it announces `ready` once it has imported everything."""
-        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", "TCM_SPAWNED": repr(time.time()),
+        env = {**without_pytest(os.environ), **self.env, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", "TCM_SPAWNED": repr(time.time()),
                # The runner imports the case modules as this process does: the folders the run made importable
                # (the rootdir, a case file's folder) come first on its path too.
                "PYTHONPATH": registry.search_path(), ASKED_BY_ENV: str(os.getpid())}
@@ -437,6 +446,7 @@ def main(case_modules: list[str]) -> None:
     cases = runner_template.prepare(case_modules)  # forked from the run's runner template: done there
     # The child's side only, here and not at the top: the runner's parent side runs in the plugin, which needs no torch.
     from harness.environment.probe import broken_dtypes
+    from harness.execution.baseline import ConfigBaseline
     from harness.execution.execute import Execution
 
     phase("cases")
@@ -445,6 +455,7 @@ def main(case_modules: list[str]) -> None:
         vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)  # its checks forked from the zygote
     broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
     phase("dtype probe")
+    configs = ConfigBaseline()  # what every cell starts from
     # torch's import leaves millions of long-lived objects: the collection after every cell need not
     # walk them (it took 0.4-0.8 s a cell on the GPU runner).
     gc.collect()
@@ -464,6 +475,7 @@ def main(case_modules: list[str]) -> None:
             result = CellResult(cell, Outcome.ERROR, stage=Stage.SETUP, fault="harness",
                                 message=f"no case named {cell.case!r} in {case_modules}")
         else:
+            configs.restore()
             before = _memory_before(device)
             announce = lambda stage: send({"event": "stage", "stage": stage.value})  # noqa: E731
             os.environ[profiling.CELL_ENV] = cell.id  # the processes the cell starts profile themselves under its name

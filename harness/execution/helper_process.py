@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, Mapping, NamedTuple
 
 ZYGOTE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
 STATUS_SUFFIX = ".status"  # a forked child's exit status file, which the zygote writes: "RETURNCODE CPU_SECONDS"
@@ -29,6 +29,16 @@ ZYGOTE_BIND_S = 30.0  # how long a run's zygote, just started, may take to open 
 ZYGOTE_ENV = "TCM_ZYGOTE"  # the run's zygote's socket, where a process's helpers are forked
 ASKED_BY_ENV = "TCM_ASKED_BY"  # the pid of the process a runner (or a prebuild) serves, which it ends with (not always its parent)
 _ENV_AT_START = dict(os.environ)  # before this process's torch ran: what it sets later it reads where used (zygote)
+# What pytest, xdist and execnet add to the environment of their own processes: pytest's version, the test running, a
+# worker's id and run, the terminal size execnet gives a worker. A program the user runs has none of them, so the
+# processes that stand for one (the zygote, the runner template, the runners) get none.
+PYTEST_ADDED = ("PYTEST_VERSION", "PYTEST_CURRENT_TEST", "COLUMNS", "LINES")
+PYTEST_ADDED_PREFIX = "PYTEST_XDIST_"
+
+
+def without_pytest(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` less what pytest, xdist and execnet added (PYTEST_ADDED)."""
+    return {k: v for k, v in env.items() if k not in PYTEST_ADDED and not k.startswith(PYTEST_ADDED_PREFIX)}
 
 
 class HelperProcess:
@@ -293,8 +303,8 @@ def start_zygote(log: str, path: str | None = None, env: dict[str, str] | None =
     where = [path, *([runners.socket, runners.module, runners.pythonpath, *runners.specs] if runners else [])] if path else []
     with open(log, "ab") as out:
         proc = subprocess.Popen([sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), *where],
-                                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
-                                start_new_session=True)
+                                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                env=without_pytest(os.environ if env is None else env), start_new_session=True)
     theirs.close()
     return proc, ours
 

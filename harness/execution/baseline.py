@@ -1,0 +1,49 @@
+"""What every cell of a runner starts from: torch's compiler configuration as it was before the runner's first cell.
+
+Dynamo's, Inductor's and functorch's configurations are the process's. A cell changes them through config.patch,
+undone when it ends, but torch itself changes some entries in place as it compiles (an AOTInductor build fills
+`aot_inductor.metadata`), and a case's own code may set them: the next cell in the same runner would start from what
+the last one left, where a new process starts from the defaults. Put back before each cell, every cell starts as the
+runner's first did (harness.runner).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from typing import Any
+
+CONFIGS = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")
+
+
+class ConfigBaseline:
+    """The configurations as they are when it is made, put back by `restore`."""
+
+    def __init__(self) -> None:
+        self._modules = [importlib.import_module(name) for name in CONFIGS]
+        self._values = [copy.deepcopy(module.get_config_copy()) for module in self._modules]
+
+    def restore(self) -> list[str]:
+        """Put back every entry that differs from what was taken; the entries that did, by their full names."""
+        changed = []
+        for module, values in zip(self._modules, self._values):
+            now = module.get_config_copy()
+            for key, value in values.items():
+                if now.get(key) != value:
+                    _put_back(module, key, copy.deepcopy(value))
+                    changed.append(f"{module.__name__}.{key}")
+        return changed
+
+
+def _put_back(module: Any, key: str, value: Any) -> None:
+    """A container torch filled in place is emptied and refilled in place (it may be the entry's default object, which
+    setting would leave changed); anything else is set."""
+    current = getattr(module, key)
+    if isinstance(current, (dict, set, list)) and type(current) is type(value):
+        current.clear()
+        if isinstance(current, list):
+            current.extend(value)
+        else:
+            current.update(value)
+        return
+    setattr(module, key, value)
