@@ -20,9 +20,9 @@ is the same in every run, 1 when some differ (labelled flaky in the combined rep
 `pytest --matrix -n auto` and prints how fast it ran and what the harness itself cost.
 
 `python -m harness repro CELL [--results FILE] [--out FILE] [--cases SPEC]` writes a Python file that reproduces one
-cell alone (torch, triton and the case's module only); `python -m harness repro --check RESULTS.json --out DIR` writes
-and runs the reproducer of every failing cell of a run and compares each with what the run recorded (exit 1 where one
-does not reproduce its cell).
+cell alone (torch, triton and the case's module only); `python -m harness repro --check RESULTS.json --out DIR
+[--passing N|all]` writes and runs the reproducer of every failing cell of a run and of a sample of its passing cells,
+each in a fresh process, and compares each with what the run recorded (exit 1 where one does not agree with its cell).
 
 `python -m harness profile DIR [--out FILE]` sums the stack samples a `pytest --matrix --profile-dir DIR` run left:
 each row's time by the part of PyTorch, Triton or the harness it went to, and the functions that took most.
@@ -78,9 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     rpr.add_argument("--results", help="the results file that recorded the cell (its smallest failing example and error); "
                                        "default: reports/results.json where it exists")
     rpr.add_argument("--out", help="write the script here (default: standard output); with --check, the folder for the scripts")
-    rpr.add_argument("--cases", action="append", help="case modules or files, as for pytest --cases (default: the built-ins)")
+    rpr.add_argument("--cases", action="append", help="case modules or files, as for pytest --cases (default: the run's own --cases, as "
+                                                      "its results file records them; else the built-ins)")
     rpr.add_argument("--device", help="the device the script runs on (default: the recorded run's: cuda, or cpu on the interpreter)")
-    rpr.add_argument("--check", metavar="RESULTS_JSON", help="write and run the reproducer of every failing cell of this run")
+    rpr.add_argument("--check", metavar="RESULTS_JSON", help="write and run the reproducer of every failing cell of this run, and of "
+                                                             "a sample of its passing cells (--passing)")
+    rpr.add_argument("--passing", type=_count_or_all, default=50, metavar="N|all",
+                     help="with --check: how many passing cells to check too, spread over the rows (default 50; all: every one)")
     rpr.add_argument("-k", dest="match", help="with --check: only the cells whose id this regular expression finds")
     rpr.add_argument("-n", dest="jobs", type=int, default=1, help="with --check: reproducers run at once (default 1)")
     rpr.add_argument("--timeout", type=float, default=600.0, help="with --check: seconds a reproducer may run (default 600)")
@@ -159,20 +163,18 @@ def _run(pytest_args: list[str]) -> int:
 
 
 def _repro(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from harness.authoring import registry  # here, not at the top: report, diff and history run where only tabulate is installed
-    from harness.model.errors import UsageError
+    from harness.model.errors import UsageError  # here, not at the top: report, diff and history run where only tabulate is installed
     from harness.tools import reproduce
 
-    specs = args.cases or [registry.BUILTIN]
     try:
         if args.check:
             if args.cell or not args.out:
                 parser.error("repro --check RESULTS.json takes --out DIR and no cell")
-            return reproduce.check(args.check, args.out, specs, args.jobs, args.timeout, args.match)
+            return reproduce.check(args.check, args.out, args.cases, args.jobs, args.timeout, args.match, args.passing)
         if not args.cell:
             parser.error("repro needs a cell id (or --check RESULTS.json)")
         path = args.results or ("reports/results.json" if os.path.exists("reports/results.json") else None)
-        text = reproduce.source(args.cell, results_file.load(path) if path else None, specs, args.device)
+        text = reproduce.source(args.cell, results_file.load(path) if path else None, args.cases, args.device)
     except (UsageError, ResultsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -182,6 +184,19 @@ def _repro(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     else:
         print(text, end="")
     return 0
+
+
+def _count_or_all(text: str) -> int:
+    """`--passing`'s value: a count, or `all` (-1, harness.tools.reproduce.ALL)."""
+    if text == "all":
+        return -1
+    try:
+        count = int(text)
+    except ValueError:
+        count = -2
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count of cells (0, 1, 2, ...) or 'all'")
+    return count
 
 
 def _profile(directory: str, out: str | None) -> int:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from harness.authoring.case import Case
 
 BUILTIN = "harness.cases"  # the built-in cases, installed inside the package (cases/ in the checkout)
+LONE_FILE = "tcm_user_"  # the prefix of the name a lone case file is imported under (_import)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def _import(spec: str) -> ModuleType:
     """A case module, imported the way pytest imports a test module: a file's folder (for a file inside a
     package, or a package's own folder, the folder above its top package) goes first on sys.path, so the case imports the modules beside
     it as its own tests would; a file inside a package is imported by its dotted name, so relative imports work."""
-    if not (spec.endswith(".py") or os.sep in spec):
+    if not is_file_spec(spec):
         return importlib.import_module(spec)
     path = os.path.abspath(spec)
     if not os.path.exists(path):
@@ -63,7 +64,7 @@ def _import(spec: str) -> ModuleType:
         return importlib.import_module(name)
     # A lone file keeps a name of its own, so that a case file named like another module (cases.py, copy.py)
     # shadows nothing.
-    name = "tcm_user_" + name
+    name = LONE_FILE + name
     if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
         return sys.modules[name]
     module_spec = importlib.util.spec_from_file_location(name, path)
@@ -76,6 +77,31 @@ def _import(spec: str) -> ModuleType:
         del sys.modules[name]
         raise
     return module
+
+
+def is_file_spec(spec: str) -> bool:
+    """Whether --cases names a file or folder (else a module importable by its name)."""
+    return spec.endswith(".py") or os.sep in spec
+
+
+def resolved(spec: str) -> str:
+    """A --cases spec as a results file records it: a file or folder by its absolute path, a module by its name."""
+    return os.path.abspath(spec) if is_file_spec(spec) else spec
+
+
+def module_of(label: str) -> ModuleType | None:
+    """The imported module a case's `module` label names (cases_of labels a case with where `load` found it: a module's
+    name, or the file --cases named), or None where none is imported."""
+    if not is_file_spec(label):
+        return sys.modules.get(label)
+    path = os.path.abspath(label)
+    return next((m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == path), None)
+
+
+def lone_file(module: ModuleType) -> str | None:
+    """The path of the lone case file `module` was imported from under a name of its own (_import), or None."""
+    path = getattr(module, "__file__", None)
+    return path if module.__name__.startswith(LONE_FILE) and path else None
 
 
 def _dotted_name(path: str) -> tuple[str, str]:

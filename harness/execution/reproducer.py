@@ -18,13 +18,13 @@ import dataclasses
 import inspect
 import os
 import re
-import sys
 import typing
 from types import ModuleType
 from typing import Any
 
 import torch
 
+from harness.authoring import registry
 from harness.authoring.case import Case, Example, dtype_name, kernel_name
 from harness.authoring.launcher import takes_namespace
 from harness.model.cell import Cell
@@ -87,7 +87,7 @@ def _literal(text: str) -> Any:
 
 
 def _module_of(case: Case) -> ModuleType:
-    module = sys.modules.get(case.module) or inspect.getmodule(case.launch)
+    module = registry.module_of(case.module) or inspect.getmodule(case.launch)
     if module is None:
         raise UsageError(f"case {case.name!r}: cannot find the module that defines it")
     return module
@@ -101,6 +101,14 @@ def _import_lines(module: ModuleType) -> list[str]:
     lines = []
     if name == "__main__":
         raise UsageError("a case defined in the script being run cannot be imported by name: put it in a module")
+    lone = registry.lone_file(module)
+    if lone:  # a lone case file: by its path, under the name the matrix gave it, its folder first as the matrix puts it
+        return [f"sys.path.insert(0, {os.path.dirname(lone)!r})  # the case file's folder: the modules beside it import",
+                "import importlib.util",
+                f"spec = importlib.util.spec_from_file_location({name!r}, {lone!r})",
+                "case_module = importlib.util.module_from_spec(spec)",
+                "sys.modules[spec.name] = case_module",
+                "spec.loader.exec_module(case_module)"]
     if path:
         root = os.path.dirname(os.path.abspath(path))
         for _ in name.split(".")[1:]:
@@ -168,8 +176,10 @@ def _signature(signature: inspect.Signature) -> tuple[str, str]:
 
 _PRELUDE = '''
 @contextlib.contextmanager
-def stage(name):
-    """Run one stage of the path; an exception ends the script, named with its stage."""
+def stage(name, called=False):
+    """Run one stage of the path; an exception ends the script, named with its stage. In a call of the path's artifact
+    (`called`), as the chart names it: a compilation error, or one raised while Dynamo traced, fails at compile; any
+    other at run."""
     try:
         yield
     except Wrong as wrong:
@@ -181,6 +191,8 @@ def stage(name):
                 torch.cuda.synchronize()
             except Exception as fault:
                 error = fault
+        if called:
+            name = "compile" if isinstance(error, compile_stage_exception_types()) or _raised_while_tracing(error) else "run"
         traceback.print_exc()
         kind = type(error).__qualname__ if type(error).__module__ == "builtins" else f"{type(error).__module__}.{type(error).__qualname__}"
         first = str(error).strip().splitlines()[0] if str(error).strip() else ""
@@ -229,6 +241,18 @@ def flat(value):
 def clone(inputs):
     return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
 '''
+
+
+def _stage_of_a_call() -> str:
+    """The chart's own rule for the stage at which an artifact's call fails (harness.execution.execute), as source."""
+    from harness.execution import execute  # here, not at the top: execute imports this module's neighbours, not it
+
+    return "\n\n\n".join([
+        "import torch._dynamo.exc as dynamo_exc\nimport torch._inductor.exc as inductor_exc",
+        inspect.getsource(execute.compile_stage_exception_types).strip(),
+        f"_TRACING_FILES = {execute._TRACING_FILES!r}",
+        inspect.getsource(execute._raised_while_tracing).strip(),
+    ])
 
 _POISON = '''
 
@@ -308,7 +332,8 @@ class _Body:
     # -- the pieces
 
     def write(self, traced: Example, example: Example) -> None:
-        self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n' + _PRELUDE)
+        self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n' + _PRELUDE.strip("\n") + "\n\n\n"
+                        + _stage_of_a_call())
         self.inputs()
         if takes_namespace(self.case.launch):
             self.source.imports.add("types")
@@ -528,7 +553,7 @@ def backward(ctx, grad):
                 lines += self._unbacked() if spec.unbacked else []
                 called = "unbacked" if spec.unbacked else "compiled"
                 lines += [f"artifact = train_step_of({called})" if kind is Kind.TRAIN else f"artifact = {called}",
-                          'with stage("compile"):', "    artifact(*clone(traced))"]
+                          'with stage("compile", called=True):', "    artifact(*clone(traced))"]
         elif kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
             lines += self._export(kind)
         elif kind is Kind.SUBSYSTEM:
@@ -541,10 +566,10 @@ def backward(ctx, grad):
             "",
             "def run(values):",
             "    expected_inputs, after = clone(values), clone(values)",
-            f"    reference_outputs = flat({reference}(*expected_inputs))",
+            f"    reference_outputs = flat(({reference})(*expected_inputs))",
             "    count = len(reference_outputs)",
             f"    names = {names} + [f'input {{n}} after the call' for n in range(len(values))]",
-            '    with stage("run"):',
+            '    with stage("run", called=True):',
             f"        actual = flat(artifact(*after)){after}",
             '    with stage("run"):',
             f"        check(actual, reference_outputs{before}, names, ATOL, RTOL)",

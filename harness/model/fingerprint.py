@@ -136,7 +136,8 @@ class Rerun(Record):
 class Fingerprint(Record):
     NESTED: ClassVar[dict[str, type[Record]]] = {"gpu": Gpu, "compiler": Compiler, "hypothesis": ProfileUsed, "git": GitCommit,
                                                  "shard": ShardPart, "shards": ShardsMerged, "reruns": Rerun}
-    OMITTED_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ("cpu", "vec_isa", "runner_threads", "autotune_timing", "shard", "shards", "reruns")
+    OMITTED_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ("cpu", "vec_isa", "runner_threads", "autotune_timing", "shard", "shards", "reruns",
+                                                     "cases")
 
     mode: str | None = None  # "gpu" or INTERPRETER
     torch: str | None = None
@@ -154,6 +155,8 @@ class Fingerprint(Record):
     workers: int | None = None
     caches: str | None = None  # "fresh" or "reused from DIR": a reused cache can hide a compile failure
     command: str | None = None
+    # The run's --cases, files and folders as absolute paths (harness.authoring.registry.resolved); none: the built-ins
+    cases: list[str] = field(default_factory=list)
     time: str | None = None
     vec_isa: dict[str, Any] | None = None  # what Inductor's CPU vector-ISA probe found (harness.environment.vec_isa)
     runner_threads: int | None = None  # CPU threads each runner's torch used (None: torch's default, one per core)
@@ -176,6 +179,15 @@ class Fingerprint(Record):
     @property
     def commit(self) -> str | None:
         return self.git.commit
+
+    def case_specs(self) -> list[str]:
+        """The case modules the run loaded, as --cases takes them: as recorded, or, in a file written before they were,
+        the --cases options its command names; none: the built-in cases."""
+        if self.cases:
+            return list(self.cases)
+        words = (self.command or "").split()
+        specs = [w.split("=", 1)[1] for w in words if w.startswith("--cases=")]
+        return specs + [after for before, after in zip(words, words[1:]) if before == "--cases"]
 
     def same_environment(self, other: Fingerprint) -> str | None:
         """The first fact two runs must share before their cells share one chart and that differs, or None."""

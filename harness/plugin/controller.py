@@ -332,6 +332,7 @@ class MatrixController:
         fingerprint = machine.fingerprint(self._read_this_machine().result() or machine.this_machine(), profile=PROFILES[profile],
                                           workers=workers if isinstance(workers, int) else 1,
                                           caches=f"reused from {os.path.abspath(cache_dir)}" if cache_dir else "fresh")
+        fingerprint.cases = [registry.resolved(spec) for spec in self.config.getoption("cases") or []]
         fingerprint.vec_isa = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))
         fingerprint.runner_threads = runner_threads(fingerprint.workers or 1)
         fingerprint.autotune_timing = autotune_timing.DESCRIBED[autotune_timing.chosen(self.config.getoption("perf"))]

@@ -1,15 +1,18 @@
 """`python -m harness repro`: write a cell's standalone reproducer (harness.execution.reproducer), and, with
-`--check`, write and run the reproducers of every failing cell of a results file, each in a process of its own,
-comparing what each prints with what the chart recorded.
+`--check`, write and run the reproducers of every failing cell of a results file and of a sample of its passing
+ones, each in a fresh Python process of its own, comparing what each prints with what the chart recorded.
 
-A reproducer that fails at the cell's stage with the cell's error kind reproduces it. One that passes where the
-cell failed points at the harness (the chart's cell would be the harness's artifact), and one that fails
-differently at the reproducer (it writes out less than the harness does): the comparison names each.
+A reproducer that fails at the cell's stage with the cell's error kind reproduces a failing cell; one that passes
+reproduces a passing cell. One that passes where the cell failed, or fails where it passed, points at the harness (the
+chart's cell would be the harness's artifact: the cell did not have the outcome its program has in a fresh
+interpreter), or at a step the reproducer writes out differently: the comparison names each. The cases come from
+the results file's own `--cases` unless others are given.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import os
 import re
 import subprocess
@@ -46,9 +49,16 @@ def _environment(fingerprint: Fingerprint | None) -> str:
     return f"torch {fingerprint.torch}, triton {fingerprint.triton}, {device}"
 
 
-def source(cell_id: str, results: Results | None, specs: list[str], device: str | None = None) -> str:
-    """The reproducer of one cell: its case loaded from `specs` (case modules, as --cases takes them), its example
-    and recorded error from `results` where given."""
+def case_specs(results: Results | None, given: list[str] | None) -> list[str]:
+    """The case modules a reproducer loads its case from: those given, else the run's own (its --cases), else the
+    built-in cases."""
+    return given or (results.fingerprint.case_specs() if results is not None else []) or [registry.BUILTIN]
+
+
+def source(cell_id: str, results: Results | None, specs: list[str] | None, device: str | None = None) -> str:
+    """The reproducer of one cell: its case loaded from `specs` (case modules, as --cases takes them; None: the run's
+    own, case_specs), its example and recorded error from `results` where given."""
+    specs = case_specs(results, specs)
     try:
         cell = Cell.parse(cell_id)
     except CellIdError as exc:
@@ -83,6 +93,10 @@ class Checked:
         got, cell = self.verdict, self.cell
         if got is None:
             return "no verdict (the script died or hung: see its log)"
+        if cell.outcome is Outcome.PASS:
+            if got.verdict == "PASSED":
+                return "reproduced"
+            return f"{got.verdict} where the cell passed: the harness's artifact (the chart hides a failure), or a step the reproducer adds"
         if got.verdict == "PASSED":
             return "PASSED where the cell failed: the harness's artifact, or a step the reproducer leaves out"
         expected_verdict = "WRONG" if cell.outcome is Outcome.WRONG else "FAILED"
@@ -113,46 +127,84 @@ def _run_one(result: CellResult, path: str, timeout: float) -> Checked:
     return Checked(result, path, reproducer.outcome_of(output), time.perf_counter() - started, output[-2000:])
 
 
-def check(results_path: str, out: str, specs: list[str], jobs: int, timeout: float, match: str | None) -> int:
-    """Write and run the reproducer of every failing cell of `results_path` (those whose id contains `match`),
-    `jobs` at a time; write out/REPRO.md. Exit 0 when every one reproduced its cell, 1 otherwise."""
+ALL = -1  # `--passing all`: every passing cell
+
+
+def passing_sample(cells: list[CellResult], count: int) -> list[CellResult]:
+    """`count` passing cells (ALL: every one), spread over the rows and, within a row, over its styles and cases: taken
+    a row at a time in turn, each row's cells in the order of their ids, so that the same file gives the same sample."""
+    by_row: dict[str, list[CellResult]] = {}
+    for result in sorted((c for c in cells if c.outcome is Outcome.PASS), key=lambda c: (c.cell.row.value, c.cell.wrapping.value, c.cell.id)):
+        by_row.setdefault(result.cell.row.value, []).append(result)
+    for row, results in by_row.items():  # a row's styles interleaved, so that a short sample of a row spans them
+        styles: dict[str, list[CellResult]] = {}
+        for result in results:
+            styles.setdefault(result.cell.wrapping.value, []).append(result)
+        by_row[row] = [c for group in itertools.zip_longest(*styles.values()) for c in group if c is not None]
+    taken = [c for group in itertools.zip_longest(*by_row.values()) for c in group if c is not None]
+    return taken if count == ALL else taken[:count]
+
+
+def check(results_path: str, out: str, specs: list[str] | None, jobs: int, timeout: float, match: str | None, passing: int = 0) -> int:
+    """Write and run the reproducer of every failing cell of `results_path` and of `passing` of its passing cells
+    (passing_sample; ALL: every one), those whose id contains `match`, `jobs` at a time; write out/REPRO.md. Exit 0
+    when every one agreed with its cell, 1 otherwise."""
     results = results_file.load(results_path)
-    failing = [c for c in results.cells if c.outcome in EXPLAINED and (match is None or re.search(match, c.cell.id))]
+    chosen = [c for c in results.cells if match is None or re.search(match, c.cell.id)]
+    failing = [c for c in chosen if c.outcome in EXPLAINED]
+    sampled = passing_sample(chosen, passing)
     os.makedirs(out, exist_ok=True)
     paths = []
-    for result in failing:
+    for result in failing + sampled:
         path = os.path.join(os.path.abspath(out), f"repro_{result.cell.id.replace('-', '_')}.py")
         with open(path, "w") as f:
             f.write(source(result.cell.id, results, specs))
         paths.append(path)
+    checked, wall = _run_all(list(zip(failing + sampled, paths)), jobs, timeout)
+    lines = _write_up(results_path, results, checked, len(failing), len(sampled), jobs, wall)
+    results_file.write_atomic(os.path.join(out, "REPRO.md"), "\n".join(lines))
+    print("\n".join(lines[:5]))
+    return 0 if all(c.agreement == "reproduced" for c in checked) else 1
+
+
+def _run_all(work: list[tuple[CellResult, str]], jobs: int, timeout: float) -> tuple[list[Checked], float]:
+    """Each reproducer run, `jobs` at a time; those that finished, with the wall time, when interrupted."""
     started = time.perf_counter()
     checked: list[Checked] = []
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs))
     try:
-        futures = [pool.submit(_run_one, result, path, timeout) for result, path in zip(failing, paths)]
+        futures = [pool.submit(_run_one, result, path, timeout) for result, path in work]
         for future in concurrent.futures.as_completed(futures):
             checked.append(future.result())
     except KeyboardInterrupt:  # interrupted (timeout -s INT): the reproducers that finished are still written up
-        print(f"interrupted: {len(checked)} of {len(failing)} reproducers ran", file=sys.stderr)
+        print(f"interrupted: {len(checked)} of {len(work)} reproducers ran", file=sys.stderr)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         for process in list(_running):  # the pool's threads end with them: the interpreter exits at once
             process.kill()
     checked.sort(key=lambda c: c.cell.cell.id)
-    wall = time.perf_counter() - started
+    return checked, time.perf_counter() - started
+
+
+def _write_up(results_path: str, results: Results, checked: list[Checked], failing: int, sampled: int, jobs: int,
+              wall: float) -> list[str]:
+    """REPRO.md's lines: what was checked, how each agreed, and each cell's recorded outcome beside its reproducer's."""
     counts: dict[str, int] = {}
     for c in checked:
         key = c.agreement.split(":")[0]
         counts[key] = counts.get(key, 0) + 1
-    lines = [
-        f"# Reproducers of the failing cells of `{results_path}`",
+    checked_failing = sum(1 for c in checked if c.cell.outcome is not Outcome.PASS)
+    return [
+        f"# Reproducers of the cells of `{results_path}`",
         "",
         f"- recorded on {_environment(results.fingerprint)}; reproducers run on torch "
         f"{_version('torch')}, triton {_version('triton')}, {jobs} at a time, {wall:.0f} s",
-        f"- {len(checked)} of {len(failing)} failing cells checked: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])),
+        f"- {checked_failing} of {failing} failing cells and {len(checked) - checked_failing} of {sampled} passing cells (a sample "
+        "spread over the rows) checked: " + (", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"),
         "",
         "Each reproducer (`repro_<cell>.py`, its output in `.log` beside it) imports only torch, triton and the case's "
-        "module. *reproduced*: it failed at the cell's stage with the cell's error kind (or was WRONG where the cell was).",
+        "module, and runs in a fresh Python process. *reproduced*: it failed at the cell's stage with the cell's error "
+        "kind, was WRONG where the cell was, or passed where the cell passed.",
         "",
         tabulate([[f"`{c.cell.cell.id}`", _recorded(c.cell)[:160].replace("|", "\\|"),
                    (f"{c.verdict.verdict} @{c.verdict.stage}: {c.verdict.error_type or ''} {c.verdict.message}" if c.verdict else "")[:160].replace("|", "\\|"),
@@ -160,9 +212,6 @@ def check(results_path: str, out: str, specs: list[str], jobs: int, timeout: flo
                  headers=["cell", "recorded", "reproducer", "agreement", "s"], tablefmt="github"),
         "",
     ]
-    results_file.write_atomic(os.path.join(out, "REPRO.md"), "\n".join(lines))
-    print("\n".join(lines[:4]))
-    return 0 if all(c.agreement == "reproduced" for c in checked) else 1
 
 
 def _version(module: str) -> str:

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 import torch
@@ -526,9 +527,99 @@ def test_repro_check_runs_each_failing_cells_reproducer_and_writes_that_it_repro
     out = tmp_path / "repro"
     assert cli(["repro", "--check", results_path, "--out", str(out), "-n", "1", "-k", "planted_", "--cases", PLANTED]) == 0
     text = (out / "REPRO.md").read_text()
-    assert "1 of 1 failing cells checked: 1 reproduced" in text  # the passing cell has nothing to reproduce
+    assert "1 of 1 failing cells and 1 of 1 passing cells (a sample spread over the rows) checked: 2 reproduced" in text
     assert _row(text, "planted_raises_at_trace-raw-export_strict").split("|")[-3].strip() == "reproduced"
+    assert _row(text, "planted_ok-raw-eager").split("|")[-3].strip() == "reproduced"
     assert (out / "repro_planted_raises_at_trace_raw_export_strict.log").exists()
+
+
+def test_a_reproducer_that_fails_where_the_chart_recorded_a_pass_is_named_the_harnesss_artifact(run_planted, tmp_path):
+    result = run_planted("planted_raises_at_trace", wrapping="raw", row="compile_fullgraph")
+    got, output, path = reproduce_cell(result, [PLANTED], tmp_path)
+    assert got.verdict == "FAILED", output[-4000:]
+    recorded_pass = dataclasses.replace(result, outcome=Outcome.PASS, stage=None, error_type=None, message=None)
+    assert reproduce.Checked(recorded_pass, path, got, 0.0, output).agreement.startswith("FAILED where the cell passed: the harness's artifact")
+
+
+def test_the_passing_cells_repro_check_samples_span_the_rows_and_the_styles_before_repeating_one():
+    cells = [passed(f"{case}-{style}-{row}") for case in ("add", "silu") for style in ("raw", "control")
+             for row in ("eager", "export_strict", "opcheck")]
+    sample = reproduce.passing_sample(cells + [no_data_pointer()], 6)
+    assert {c.cell.row.value for c in sample[:3]} == {"eager", "export_strict", "opcheck"}
+    assert {(c.cell.row.value, c.cell.wrapping.value) for c in sample} == {(r, s) for r in ("eager", "export_strict", "opcheck")
+                                                                          for s in ("raw", "control")}
+    assert reproduce.passing_sample(cells, reproduce.ALL) == reproduce.passing_sample(cells, 100) and len(cells) == 12
+    assert all(c.outcome is Outcome.PASS for c in reproduce.passing_sample(cells + [no_data_pointer()], reproduce.ALL))
+
+
+USER_MODULES = os.path.join(ROOT, "tests", "harness", "user_modules")
+A_PACKAGE = {
+    "__init__.py": "",
+    "kernels.py": textwrap.dedent('''
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def negate_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+            offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            mask = offsets < n
+            tl.store(out_ptr + offsets, -tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+        def negate(x: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            negate_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+            return out
+        '''),
+    "negate_case.py": textwrap.dedent('''
+        import torch
+
+        from harness import Case, inputs
+
+        from .kernels import negate, negate_kernel
+
+        CASE = Case(name="pkg_negate", kernels=(negate_kernel,), launch=negate, reference=lambda x: -x, make_inputs=inputs.randn(1),
+                    shapes=inputs.shapes(300), example_shape=(40,), dtypes=(torch.float32,))
+        '''),
+}
+
+
+def _a_package_folder(tmp_path):
+    folder = tmp_path / "negating_kernels"
+    folder.mkdir()
+    for name, text in A_PACKAGE.items():
+        (folder / name).write_text(text)
+    return str(folder)
+
+
+@pytest.mark.parametrize("source, spec, cell", [
+    ("a lone file importing the package beside it", os.path.join(USER_MODULES, "fake_library_cases.py"), "fake_library_copy-raw-eager"),
+    ("a file inside a package, its shipped op", os.path.join(ROOT, "tests", "harness", "planted_shipped.py"), "library_function-shipped-eager"),
+    ("a module by its name", "harness.cases.add", "add-raw_autograd-eager"),
+    ("a package's folder", None, "pkg_negate-triton_op-eager"),
+])
+def test_a_reproducer_finds_its_case_from_the_runs_own_cases_and_runs_it_alone_from_anywhere(source, spec, cell, tmp_path):
+    spec = spec or _a_package_folder(tmp_path)
+    recorded = Results(fingerprint=dataclasses.replace(RUN, cases=[spec]), cells=[passed(cell)])
+    path = tmp_path / "elsewhere" / "repro.py"
+    path.parent.mkdir()
+    path.write_text(reproduce.source(cell, recorded, None, device="cuda" if ON_GPU else "cpu"))
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITON_CACHE_DIR": str(tmp_path / "triton"),
+           "PYTHONPATH": ROOT}  # the harness, as installed: the case files import its Case
+    if not ON_GPU:
+        env["TRITON_INTERPRET"] = "1"
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=str(path.parent), env=env, timeout=300)
+    assert reproducer.outcome_of(done.stdout) == reproducer.Reproduced("PASSED", None, None, "the path ran and matched the reference"), \
+        (source, (done.stdout + done.stderr)[-3000:])
+
+
+def test_the_cases_of_a_run_recorded_before_they_were_are_read_from_its_command():
+    old = Fingerprint.from_json({"command": "pytest -q --matrix -n 16 --cases=/work/x/cases --cases my.kernels -k add"})
+    assert old.case_specs() == ["/work/x/cases", "my.kernels"]
+    assert Fingerprint.from_json({"command": "pytest --matrix", "cases": ["/a/b.py"]}).case_specs() == ["/a/b.py"]
+    assert reproduce.case_specs(Results(fingerprint=Fingerprint.from_json({"command": "pytest --matrix"}), cells=[]), None) == ["harness.cases"]
 
 
 # The command ------------------------------------------------------------------------------------------------------
