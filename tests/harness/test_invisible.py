@@ -1,0 +1,107 @@
+"""The harness is invisible: a cell has the outcome its program has in a fresh interpreter, and a runner differs from a
+fresh `python` that imports the case only in the conditions harness.execution.conditions names.
+
+One matrix run over the planted idioms of tests/harness/planted_invisible.py (libraries asking the device, versions,
+a cached probe, the environment, Triton's target), their make_inputs also writing down what a case's code can see of
+the process (tests/harness/process_state.py); then `repro --check` runs every cell's program alone, each in a fresh
+interpreter. Without a GPU the control column goes down every row (the other columns' traced paths meet Triton's
+interpreter first); on a GPU every column of both cases.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from harness.execution import conditions
+from harness.execution.helper_process import without_pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ON_GPU = torch.cuda.is_available()
+SELECTION = "asks_" if ON_GPU else "asks_the_device and control"
+# Each program writes down what it sees of its process at every new state (tests/harness/process_state.py).
+SEEING_CASES = '''
+"""The planted idioms, their make_inputs also writing down what the case's code sees of its process."""
+import dataclasses
+import json
+import os
+
+from tests.harness import planted_invisible, process_state
+
+SEEN = {seen!r}
+_last = {{}}
+
+
+def _seeing(make_inputs):
+    def seen_and_made(shape, dtype, device, generator):
+        state = process_state.snapshot()
+        if state != _last.get("state"):
+            with open(os.path.join(SEEN, f"{{os.getpid()}}.jsonl"), "a") as f:
+                f.write(json.dumps(state) + "\\n")
+            _last["state"] = state
+        return make_inputs(shape, dtype, device, generator)
+    return seen_and_made
+
+
+CASES = [dataclasses.replace(case, make_inputs=_seeing(case.make_inputs)) for case in planted_invisible.CASES]
+'''
+
+
+@pytest.fixture(scope="module")
+def idioms(tmp_path_factory):
+    """The matrix's run over the idioms and `repro --check` of every cell it ran: (results, REPRO.md, snapshots)."""
+    folder = tmp_path_factory.mktemp("invisible")
+    seen = folder / "seen"
+    seen.mkdir()
+    cases = folder / "seeing_cases.py"
+    cases.write_text(textwrap.dedent(SEEING_CASES.format(seen=str(seen))))
+    env = {**without_pytest(os.environ), "PYTHONPATH": ROOT}
+    run = subprocess.run([sys.executable, "-m", "harness", "run", "-n", "2", "-q", "-p", "no:cacheprovider", f"--cases={cases}",
+                          f"--report-dir={folder / 'reports'}", "-k", SELECTION],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    results = json.loads((folder / "reports" / "results.json").read_text())
+    assert results["complete"], run.stdout[-3000:]
+    check = subprocess.run([sys.executable, "-m", "harness", "repro", "--check", str(folder / "reports" / "results.json"),
+                            "--out", str(folder / "repro"), "-n", "2", "--passing", "all"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    snapshots = [json.loads(line) for path in seen.iterdir() for line in path.read_text().splitlines()]
+    return results, check, (folder / "repro" / "REPRO.md").read_text(), snapshots, env, cases
+
+
+def test_every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_has_in_a_fresh_interpreter(idioms):
+    results, check, repro, _, _, _ = idioms
+    cells = {c["cell"]: c for c in results["cells"]}
+    ran = [c for c in cells.values() if c["outcome"] != "skipped"]
+    assert len(ran) >= (100 if ON_GPU else 15), sorted(cells)
+    # What replacing torch.cuda.is_available while Dynamo's modules imported did: Dynamo no longer knew the real one.
+    for row in ("compile_fullgraph", "export_strict", "train_compile_fullgraph", "compile_cpp_wrapper"):
+        cell = cells[f"asks_the_device-control-{row}"]
+        assert cell["outcome"] == "pass", (row, cell["message"])
+        assert cell["graph_breaks"] == 0, row
+    assert check.returncode == 0, repro
+    assert f"{len(ran)} reproduced" in repro.replace("checked: ", ""), repro.splitlines()[3]
+
+
+def test_a_runner_differs_from_a_fresh_python_that_imports_the_case_only_in_the_conditions_documented(idioms):
+    _, _, _, snapshots, env, cases = idioms
+    in_runners = [s for s in snapshots if s["__main__"] == "harness.runner"]
+    assert in_runners, "no cell's make_inputs ran in a runner"
+    fresh = subprocess.run([sys.executable, "-c", "import json, runpy, sys; from tests.harness import process_state; "
+                            f"sys.path.insert(0, {str(cases.parent)!r}); import seeing_cases; print(json.dumps(process_state.snapshot()))"],
+                           cwd=ROOT, env={**env, "PYTHONPATH": ROOT}, capture_output=True, text=True, timeout=300, check=True)
+    alone = json.loads(fresh.stdout.strip().splitlines()[-1])
+    unexplained = {}
+    for state in in_runners:
+        for key in sorted(set(state) | set(alone)):
+            if state.get(key) != alone.get(key) and conditions.deliberate(key) is None:
+                unexplained[key] = (state.get(key), alone.get(key))
+    assert not unexplained, "\n".join(f"{k}: in a runner {v[0]!r}, alone {v[1]!r}" for k, v in unexplained.items())
+
+
+def test_the_docs_list_the_conditions_a_cell_runs_under():
+    with open(os.path.join(ROOT, "docs", "how-cells-run.md")) as f:
+        assert conditions.table() in f.read(), "docs/how-cells-run.md's table is not harness.execution.conditions.table()"
