@@ -50,6 +50,7 @@ from harness.model.settings import FULL_BATCH, Settings
 _DECIDED = (StageFailure, Mismatch, CaseCodeError, HarnessFault)
 
 WARNINGS_KEPT = 5
+RAN_KEPT = 200  # the inputs a cell that does not pass keeps, in order, for its reproducer (CellResult.ran)
 
 
 def compile_stage_exception_types() -> tuple[type[BaseException], ...]:
@@ -208,6 +209,7 @@ class Execution:
         self.device = cell.row.spec.device or device
         self.broken_dtypes = broken_dtypes or {}
         self.result = CellResult(cell, Outcome.PASS)
+        self.made: list[str] = []  # the inputs made, in order (CellResult.ran)
         self.training = cell.row.spec.kind is Kind.TRAIN
         self.observer = GraphObserver()
         self.artifacts: dict[tuple[torch.dtype, frozenset[str]], Callable[..., Any] | None] = {}
@@ -227,6 +229,8 @@ class Execution:
                 self._execute()
         finally:
             self._close_processes()
+            if self.result.outcome not in (Outcome.PASS, Outcome.SKIPPED):
+                self.result.ran = self.made
             self.result.timings.work = time.perf_counter() - began
             self.result.timings.cpu = _cpu_seconds() - cpu
         return self.result
@@ -534,6 +538,8 @@ class Execution:
             raise _failure(Stage.RUN, exc, called=True) from exc
 
     def inputs(self, example: Example) -> tuple[Any, ...]:
+        if len(self.made) < RAN_KEPT:
+            self.made.append(str(example))
         with self.case_code(Stage.SETUP):
             return self.case.inputs(example, self.device)
 

@@ -286,11 +286,12 @@ class _Source:
 
 
 def write(cell: Cell, case: Case, example_text: str | None, recorded: str, environment: str, device: str,
-          interpreter: bool = False) -> str:
+          interpreter: bool = False, ran: list[str] | tuple[str, ...] = ()) -> str:
     """The reproducer's source for `cell` of `case`. `example_text`: the smallest failing example the result
     recorded (None: the example the row traces with); `recorded`: the outcome and error the chart recorded;
     `environment`: the versions and device it was recorded on; `device`: the device to run on ("cuda");
-    `interpreter`: run the kernels in Triton's CPU interpreter, as a run without a GPU does."""
+    `interpreter`: run the kernels in Triton's CPU interpreter, as a run without a GPU does; `ran`: the inputs the
+    cell made, in order (CellResult.ran), replayed before the smallest failing one on a row that compiles per call."""
     row, style = cell.row, cell.wrapping
     module = _module_of(case)
     names = _Names(case, module)
@@ -311,7 +312,8 @@ and the case's module are imported. Run it with `python {{this file}}`; its last
 Written by `python -m harness repro {cell.id}`.
 """''')
     body = _Body(case, names, style, row, device, source)
-    body.write(traced, example)
+    replayed = [e for e in (parse_example(text, case) for text in ran) if e is not None] if spec.examples is Examples.DRAWN else []
+    body.write(traced, example, replayed)
     interpret = ""
     if interpreter:  # Triton chooses its interpreter when it is imported: before that
         source.imports.add("os")
@@ -320,6 +322,18 @@ Written by `python -m harness repro {cell.id}`.
     head = imports + "\n\n" + interpret + "import torch\nimport triton\n\n" + "\n".join(_import_lines(module))
     sections = source.sections[:1] + [head] + source.sections[1:]
     return "\n\n\n".join(sections) + "\n"
+
+
+def _replay(examples: list[Example]) -> list[str]:
+    """The inputs the cell made before its smallest failing one, run in the same order: what the path compiled and
+    cached for each (a recompile, a cache entry) can decide what it does with the next."""
+    if not examples:
+        return []
+    rows = ",\n".join(f"    (torch.{dtype_name(e.dtype)}, {e.shape!r}, {e.seed}, {dict(e.scalars)!r}, {tuple(sorted(e.absent))!r})"
+                       for e in examples)
+    return ["# The inputs the cell made, in the order it made them, before its smallest failing one.",
+            f"RAN = [\n{rows},\n]", "for dtype, shape, seed, scalars, absent in RAN:",
+            "    run(make_inputs(dtype, shape, seed, scalars, absent))"]
 
 
 class _Body:
@@ -331,7 +345,7 @@ class _Body:
 
     # -- the pieces
 
-    def write(self, traced: Example, example: Example) -> None:
+    def write(self, traced: Example, example: Example, replayed: list[Example]) -> None:
         self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n' + _PRELUDE.strip("\n") + "\n\n\n"
                         + _stage_of_a_call())
         self.inputs()
@@ -342,7 +356,7 @@ class _Body:
         self.wrapping()
         if self.namespaces:
             self.source.sections.insert(at, "\n".join(self.namespaces.values()))
-        self.path(traced, example)
+        self.path(traced, example, replayed)
 
     def inputs(self) -> None:
         scalars = ", ".join(repr(name) for name in self.case.scalars)
@@ -517,7 +531,7 @@ def backward(ctx, grad):
 
     # -- the path
 
-    def path(self, traced: Example, example: Example) -> None:
+    def path(self, traced: Example, example: Example, replayed: list[Example]) -> None:
         row, spec, case = self.row, self.row.spec, self.case
         tol = case.tolerance(example.dtype)
         lines = [f"# The example the path is built with, and the smallest failing one: {traced}; {example}.",
@@ -575,6 +589,7 @@ def backward(ctx, grad):
             f"        check(actual, reference_outputs{before}, names, ATOL, RTOL)",
             "",
             "",
+            *_replay(replayed),
             "run(inputs)",
         ]
         if spec.replays:

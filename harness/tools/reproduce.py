@@ -15,8 +15,10 @@ import concurrent.futures
 import itertools
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -76,7 +78,7 @@ def source(cell_id: str, results: Results | None, specs: list[str] | None, devic
     if device is None:
         device = "cpu" if interpreter else "cuda"
     return reproducer.write(cell, case, result.example if result else None, _recorded(result), _environment(fingerprint), device,
-                            interpreter)
+                            interpreter, ran=result.ran if result else ())
 
 
 @dataclass
@@ -111,8 +113,13 @@ _running: set[subprocess.Popen[str]] = set()  # the reproducers running now: kil
 
 
 def _run_one(result: CellResult, path: str, timeout: float) -> Checked:
+    """One reproducer in a fresh Python process, on Inductor caches of its own, empty, as its cell compiled on (the
+    graph observer keeps each cell's apart): a graph another reproducer cached is never served to it. Triton's compiled
+    kernels are shared by the check's reproducers, as by the cells of a run (the same source compiles to the same binary)."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    caches = tempfile.mkdtemp(prefix="inductor-", dir=os.path.dirname(path))
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": caches, "TRITON_CACHE_DIR": os.path.join(os.path.dirname(path), "triton-cache")}
+    process = subprocess.Popen([sys.executable, path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                cwd=os.path.dirname(path), start_new_session=True)  # an interrupt of the check reaches it from here only
     _running.add(process)
     try:
@@ -122,6 +129,7 @@ def _run_one(result: CellResult, path: str, timeout: float) -> Checked:
         output = (process.communicate()[0] or "") + f"\ntimed out after {timeout:.0f} s"
     finally:
         _running.discard(process)
+        shutil.rmtree(caches, ignore_errors=True)  # a C++ build's precompiled headers are large
     with open(path[:-3] + ".log", "w") as f:
         f.write(output)
     return Checked(result, path, reproducer.outcome_of(output), time.perf_counter() - started, output[-2000:])
@@ -203,8 +211,8 @@ def _write_up(results_path: str, results: Results, checked: list[Checked], faili
         "spread over the rows) checked: " + (", ".join(f"{n} {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1])) or "none"),
         "",
         "Each reproducer (`repro_<cell>.py`, its output in `.log` beside it) imports only torch, triton and the case's "
-        "module, and runs in a fresh Python process. *reproduced*: it failed at the cell's stage with the cell's error "
-        "kind, was WRONG where the cell was, or passed where the cell passed.",
+        "module, and runs in a fresh Python process on empty Inductor caches of its own. *reproduced*: it failed at the "
+        "cell's stage with the cell's error kind, was WRONG where the cell was, or passed where the cell passed.",
         "",
         tabulate([[f"`{c.cell.cell.id}`", _recorded(c.cell)[:160].replace("|", "\\|"),
                    (f"{c.verdict.verdict} @{c.verdict.stage}: {c.verdict.error_type or ''} {c.verdict.message}" if c.verdict else "")[:160].replace("|", "\\|"),
