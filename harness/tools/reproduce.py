@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from tabulate import tabulate
 
@@ -115,10 +116,15 @@ _running: set[subprocess.Popen[str]] = set()  # the reproducers running now: kil
 def _run_one(result: CellResult, path: str, timeout: float) -> Checked:
     """One reproducer in a fresh Python process, on Inductor caches of its own, empty, as its cell compiled on (the
     graph observer keeps each cell's apart): a graph another reproducer cached is never served to it. Triton's compiled
-    kernels are shared by the check's reproducers, as by the cells of a run (the same source compiles to the same binary)."""
+    kernels and Inductor's precompiled headers are shared by the check's reproducers, as by the cells of a run (the same
+    source compiles to the same binary)."""
     started = time.perf_counter()
-    caches = tempfile.mkdtemp(prefix="inductor-", dir=os.path.dirname(path))
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": caches, "TRITON_CACHE_DIR": os.path.join(os.path.dirname(path), "triton-cache")}
+    out = os.path.dirname(path)
+    caches = tempfile.mkdtemp(prefix="inductor-", dir=out)
+    # Inductor's precompiled C++ headers are the check's, as a run's cells share the run's: the same headers compile the same.
+    os.makedirs(os.path.join(out, "precompiled_headers"), exist_ok=True)
+    os.symlink(os.path.join(out, "precompiled_headers"), os.path.join(caches, "precompiled_headers"))
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": caches, "TRITON_CACHE_DIR": os.path.join(out, "triton-cache")}
     process = subprocess.Popen([sys.executable, path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                                cwd=os.path.dirname(path), start_new_session=True)  # an interrupt of the check reaches it from here only
     _running.add(process)
@@ -168,15 +174,20 @@ def check(results_path: str, out: str, specs: list[str] | None, jobs: int, timeo
         with open(path, "w") as f:
             f.write(source(result.cell.id, results, specs))
         paths.append(path)
-    checked, wall = _run_all(list(zip(failing + sampled, paths)), jobs, timeout)
-    lines = _write_up(results_path, results, checked, len(failing), len(sampled), jobs, wall)
-    results_file.write_atomic(os.path.join(out, "REPRO.md"), "\n".join(lines))
-    print("\n".join(lines[:5]))
+    def written_up(checked: list[Checked], wall: float) -> list[str]:
+        lines = _write_up(results_path, results, sorted(checked, key=lambda c: c.cell.cell.id), len(failing), len(sampled), jobs, wall)
+        results_file.write_atomic(os.path.join(out, "REPRO.md"), "\n".join(lines))
+        return lines
+
+    checked, wall = _run_all(list(zip(failing + sampled, paths)), jobs, timeout, written_up)
+    print("\n".join(written_up(checked, wall)[:5]))
     return 0 if all(c.agreement == "reproduced" for c in checked) else 1
 
 
-def _run_all(work: list[tuple[CellResult, str]], jobs: int, timeout: float) -> tuple[list[Checked], float]:
-    """Each reproducer run, `jobs` at a time; those that finished, with the wall time, when interrupted."""
+def _run_all(work: list[tuple[CellResult, str]], jobs: int, timeout: float,
+             written_up: Callable[[list[Checked], float], Any]) -> tuple[list[Checked], float]:
+    """Each reproducer run, `jobs` at a time, the write-up brought up to date as each ends (a check killed outright
+    leaves the reproducers that ran written up); those that finished, with the wall time, when interrupted."""
     started = time.perf_counter()
     checked: list[Checked] = []
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs))
@@ -184,6 +195,7 @@ def _run_all(work: list[tuple[CellResult, str]], jobs: int, timeout: float) -> t
         futures = [pool.submit(_run_one, result, path, timeout) for result, path in work]
         for future in concurrent.futures.as_completed(futures):
             checked.append(future.result())
+            written_up(checked, time.perf_counter() - started)
     except KeyboardInterrupt:  # interrupted (timeout -s INT): the reproducers that finished are still written up
         print(f"interrupted: {len(checked)} of {len(work)} reproducers ran", file=sys.stderr)
     finally:

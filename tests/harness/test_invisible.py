@@ -23,6 +23,7 @@ from harness.execution.helper_process import without_pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ON_GPU = torch.cuda.is_available()
 SELECTION = "asks_" if ON_GPU else "asks_the_device and control"
+JOBS = str(max(2, os.cpu_count() or 2))  # the matrix's workers and the reproducers run at once: 2 in CI, 16 on the GPU runner
 # Each program writes down what it sees of its process at every new state (tests/harness/process_state.py).
 SEEING_CASES = '''
 """The planted idioms, their make_inputs also writing down what the case's code sees of its process."""
@@ -60,13 +61,13 @@ def idioms(tmp_path_factory):
     cases = folder / "seeing_cases.py"
     cases.write_text(textwrap.dedent(SEEING_CASES.format(seen=str(seen))))
     env = {**without_pytest(os.environ), "PYTHONPATH": ROOT}
-    run = subprocess.run([sys.executable, "-m", "harness", "run", "-n", "2", "-q", "-p", "no:cacheprovider", f"--cases={cases}",
+    run = subprocess.run([sys.executable, "-m", "harness", "run", "-n", JOBS, "-q", "-p", "no:cacheprovider", f"--cases={cases}",
                           f"--report-dir={folder / 'reports'}", "-k", SELECTION],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     results = json.loads((folder / "reports" / "results.json").read_text())
     assert results["complete"], run.stdout[-3000:]
     check = subprocess.run([sys.executable, "-m", "harness", "repro", "--check", str(folder / "reports" / "results.json"),
-                            "--out", str(folder / "repro"), "-n", "2", "--passing", "all"],
+                            "--out", str(folder / "repro"), "-n", JOBS, "--passing", "all"],
                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     snapshots = [json.loads(line) for path in seen.iterdir() for line in path.read_text().splitlines()]
     return results, check, (folder / "repro" / "REPRO.md").read_text(), snapshots, env, cases
