@@ -243,6 +243,18 @@ def clone(inputs):
 '''
 
 
+def _rebinding() -> str:
+    """How the chart calls a globals-form launcher with its kernels replaced (harness.authoring.launcher.rebound), as
+    source: copies of the launcher and of the functions and modules it reads, each reading the replacement."""
+    from harness.authoring import launcher
+
+    return "\n\n\n".join([
+        "import inspect\nimport types\nfrom typing import Any, Callable, Mapping",
+        f"_NOT_REBOUND = {launcher._NOT_REBOUND!r}\nMAX_DEPTH = {launcher.MAX_DEPTH!r}",
+        *(inspect.getsource(part).strip() for part in (launcher._global_names, launcher._Rebinder, launcher.rebound)),
+    ])
+
+
 def _stage_of_a_call() -> str:
     """The chart's own rule for the stage at which an artifact's call fails (harness.execution.execute), as source."""
     from harness.execution import execute  # here, not at the top: execute imports this module's neighbours, not it
@@ -342,6 +354,7 @@ class _Body:
         self.params = [p.name for p in case.input_parameters()]
         self.args = ", ".join(self.params)
         self.namespaces: dict[str, str] = {}  # the kernel namespaces the plain calls use, by name
+        self.rebinding = False  # whether the file holds the rebinding of a globals-form launcher (rebound)
 
     # -- the pieces
 
@@ -387,11 +400,13 @@ def make_inputs(dtype, shape, seed, scalars=None, absent=()):
             return f"{launch_expr}({name}, {args})"
         if not wrap:
             return f"{launch_expr}({args})"
-        # A launcher that calls its kernels as module globals: called with those globals bound to the wrapped
-        # kernels (only the launcher itself: helpers it calls are not rebound here).
-        self.source.imports.add("types")
-        bound = ", ".join(f'"{kernel_name(k)}": wrap_triton({self.names.kernel(kernels, i, field)})' for i, k in enumerate(kernels))
-        return f"types.FunctionType({launch_expr}.__code__, {{**{launch_expr}.__globals__, {bound}}})({args})"
+        # A launcher that calls its kernels as module globals: a copy of it, and of the functions it calls, reading
+        # the wrapped kernels where they read the kernels, as the chart's triton_op calls it (harness.authoring.launcher).
+        if not self.rebinding:
+            self.rebinding = True
+            self.source.add(_rebinding())
+        bound = ", ".join(f"id({ref}): wrap_triton({ref})" for ref in (self.names.kernel(kernels, i, field) for i in range(len(kernels))))
+        return f"rebound({launch_expr}, {{{bound}}})({args})"
 
     def forward_call(self, wrap: bool = False) -> str:
         return self._launch_call(self.case.launch, self.case.kernels, "kernels", self.args, wrap,

@@ -12,6 +12,7 @@ the results file's own `--cases` unless others are given.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import itertools
 import os
 import re
@@ -66,8 +67,7 @@ def source(cell_id: str, results: Results | None, specs: list[str] | None, devic
         cell = Cell.parse(cell_id)
     except CellIdError as exc:
         raise UsageError(f"{cell_id!r} is not a cell id (case-style-row, e.g. add-raw-export_nonstrict): {exc}") from None
-    registry.importable(os.getcwd())
-    loaded = registry.load(specs)
+    loaded = _loaded(tuple(specs))
     case = loaded.cases.get(cell.case)
     if case is None:
         problems = "; ".join(str(p) for p in loaded.problems if p.case in (None, cell.case))
@@ -80,6 +80,13 @@ def source(cell_id: str, results: Results | None, specs: list[str] | None, devic
         device = "cpu" if interpreter else "cuda"
     return reproducer.write(cell, case, result.example if result else None, _recorded(result), _environment(fingerprint), device,
                             interpreter, ran=result.ran if result else ())
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded(specs: tuple[str, ...]) -> registry.Loaded:
+    """The cases of `specs`, loaded (and checked) once for all the reproducers a check writes."""
+    registry.importable(os.getcwd())
+    return registry.load(list(specs))
 
 
 @dataclass
