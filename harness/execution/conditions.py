@@ -13,6 +13,10 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+# Dynamo's configuration for a process that calls one compiled function on many examples (the condition "many
+# examples in one process"): set in every runner before its first cell, and in a reproducer that replays a cell's inputs.
+DYNAMO_FOR_MANY_EXAMPLES = {"recompile_limit": 64, "fail_on_recompile_limit_hit": True}
+
 
 @dataclass(frozen=True)
 class Condition:
@@ -64,7 +68,8 @@ CONDITIONS = (
               "the runner and the processes a cell starts reach the run's zygote and profiler through them; no library "
               "reads them"),
     Condition("many examples in one process", ("dynamo_config:recompile_limit", "dynamo_config:fail_on_recompile_limit_hit"),
-              "Dynamo's recompile_limit is 64, and hitting it fails instead of falling back to eager",
+              "Dynamo's recompile_limit is 64, and hitting it fails instead of falling back to eager (a reproducer that "
+              "replays the cell's inputs sets the same)",
               "a cell calls one compiled function on up to 20 drawn shapes and dtypes, more than a program's default limit "
               "of 8; past the limit Dynamo would run the rest eagerly and the cell would pass without compiling"),
     Condition("hypothesis draws the examples", ("hypothesis:*", "recursion_limit"),

@@ -27,6 +27,7 @@ import torch
 from harness.authoring import registry
 from harness.authoring.case import Case, Example, dtype_name, kernel_name
 from harness.authoring.launcher import takes_namespace
+from harness.execution import conditions
 from harness.model.cell import Cell
 from harness.model.columns import OP_NAMESPACE, Wrapping
 from harness.model.errors import UsageError
@@ -343,8 +344,12 @@ def _replay(examples: list[Example]) -> list[str]:
         return []
     rows = ",\n".join(f"    (torch.{dtype_name(e.dtype)}, {e.shape!r}, {e.seed}, {dict(e.scalars)!r}, {tuple(sorted(e.absent))!r})"
                        for e in examples)
-    return ["# The inputs the cell made, in the order it made them, before its smallest failing one.",
-            f"RAN = [\n{rows},\n]", "for dtype, shape, seed, scalars, absent in RAN:",
+    settings = [f"if hasattr(torch._dynamo.config, {name!r}):\n    torch._dynamo.config.{name} = {value!r}"
+                for name, value in conditions.DYNAMO_FOR_MANY_EXAMPLES.items()]
+    return ["# The inputs the cell made, in the order it made them, before its smallest failing one; Dynamo set as the",
+            "# cell's process was for so many calls of one compiled function (past its default recompile limit of 8 it",
+            "# would run the rest eagerly, or, with fullgraph=True, fail).",
+            *settings, f"RAN = [\n{rows},\n]", "for dtype, shape, seed, scalars, absent in RAN:",
             "    run(make_inputs(dtype, shape, seed, scalars, absent))"]
 
 

@@ -34,7 +34,7 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.authoring import registry
-from harness.execution import autotune_timing, helper_process, zygote
+from harness.execution import autotune_timing, conditions, helper_process, zygote
 
 if TYPE_CHECKING:  # the plugin imports this module through the runner's parent side, which needs no torch
     from harness.authoring.case import Case
@@ -65,9 +65,9 @@ def prepare(case_specs: list[str]) -> dict[str, Case]:
     import torch._dynamo.config as dynamo_config
 
     # Many dtypes and shapes per cell: never fall back to eager silently at the recompile limit.
-    dynamo_config.recompile_limit = 64
-    if hasattr(dynamo_config, "fail_on_recompile_limit_hit"):
-        dynamo_config.fail_on_recompile_limit_hit = True
+    for name, value in conditions.DYNAMO_FOR_MANY_EXAMPLES.items():
+        if hasattr(dynamo_config, name):
+            setattr(dynamo_config, name, value)
     return cases
 
 
