@@ -19,16 +19,17 @@ from harness.model.outcome import CellResult, Outcome
 from harness.model.settings import DEFAULT_PROFILE, PROFILES
 
 # (mode, profile) -> {row: mean seconds of work of a cell of that row the profile checks}, rounded;
-# `row_seconds` measures them. From reports/gpu/results.json (one H200, 20 workers, one run of the whole matrix
-# with the autotune timing budget), reports/cpu/results.json (2 cores, the interpreter) and
+# `row_seconds` measures them. From reports/gpu/results.json (one H200, the whole matrix in two --shard halves of 20
+# workers each, with the autotune timing budget), reports/cpu/results.json (2 cores, the interpreter) and
 # reports/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 7.87, 'aoti_cpp_strict': 15.83, 'aoti_fresh_nonstrict': 11.47, 'aoti_nonstrict': 1.16, 'aoti_strict': 11.3,
-        'compile_cpp_wrapper': 14.59, 'compile_cudagraphs': 2.69, 'compile_default': 2.48, 'compile_dynamic': 2.37,
-        'compile_fullgraph': 2.49, 'compile_max_autotune': 5.56, 'compile_unbacked': 2.6, 'cpu_fallback': 0.1, 'eager': 0.2,
-        'export_nonstrict': 0.28, 'export_strict': 0.62, 'flop_counter': 0.02, 'opcheck': 0.21, 'tensor_subclass': 0.94,
-        'train_compile_default': 3.08, 'train_compile_fullgraph': 4.46, 'train_eager': 0.18, 'warm_cache_edit': 10.83,
+        'aoti_cpp_nonstrict': 6.0, 'aoti_cpp_strict': 14.15, 'aoti_fresh_nonstrict': 5.79, 'aoti_nonstrict': 1.35,
+        'aoti_strict': 8.07, 'compile_cpp_wrapper': 13.26, 'compile_cudagraphs': 2.92, 'compile_default': 2.75,
+        'compile_dynamic': 2.59, 'compile_fullgraph': 2.6, 'compile_max_autotune': 6.04, 'compile_unbacked': 2.63,
+        'cpu_fallback': 0.14, 'eager': 0.18, 'export_nonstrict': 0.25, 'export_strict': 0.65, 'flop_counter': 0.03,
+        'opcheck': 0.17, 'tensor_subclass': 0.28, 'train_compile_default': 4.29, 'train_compile_fullgraph': 5.16,
+        'train_eager': 0.31, 'warm_cache_edit': 9.16,
     },
     ('interpreter', 'quick'): {
         'aoti_cpp_nonstrict': 0.12, 'aoti_cpp_strict': 1.19, 'aoti_fresh_nonstrict': 1.11, 'aoti_nonstrict': 0.02, 'aoti_strict': 2.55,

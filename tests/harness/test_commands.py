@@ -247,10 +247,12 @@ CHECKS: dict[str, Check] = {
     "python -c CODE": fragment("the kind of command a helper process forked from the zygote stands for (the vector-ISA "
                                "probe's checks); test_speed"),
     "python -m harness repro CELL [--results FILE] [--out FILE] [--cases SPEC]": helped(),
-    "python -m harness repro --check RESULTS.json --out DIR": helped(),
     "python -m harness repro CELL --results results.json": helped(),
     "python -m harness repro CELL --results reports/results.json --out repro.py": helped(),
     "python -m harness repro --check reports/results.json --out repro -n 8": helped(),
+    "python -m harness repro CELL [--results FILE] [--out FILE] [--cases SPEC] [--device DEV]": helped(),
+    "python -m harness repro --check RESULTS.json --out DIR [-n JOBS] [-k REGEX] [--passing N|all] [--timeout S]": helped(),
+    "python -m harness repro --check reports/results.json --out repro --passing all": helped(),
     "python -m harness repro {cell.id}": fragment("a reproducer's docstring naming the command that wrote it; test_why_cells_fail writes and runs reproducers"),
     "python {{this file}}": fragment("a reproducer's docstring: run the file itself; test_why_cells_fail runs reproducers"),
     "python {args.out}": fragment("what repro --out prints after writing the script; test_why_cells_fail runs reproducers"),
