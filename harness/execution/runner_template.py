@@ -138,6 +138,7 @@ def main(argv: list[str]) -> int:
     base_path = [p for p in sys.path[1:] if p not in ours]  # the installation's, as the zygote's children get it
     before = set(sys.modules)
     _record_the_dtype_probe(runners)
+    autotune_timing.install()  # first, as prepare() has it: a module that binds Triton's benchmarker binds the capped one
     with zygote.gpus_known(zygote.gpus_torch_sees()):  # torch's modules and the harness's; not the case modules
         for module in (*CELLS_CODE, *FIRST_COMPILE):  # a runner imports FIRST_COMPILE at its first compile, not before its first cell
             importlib.import_module(module)
