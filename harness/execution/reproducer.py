@@ -267,6 +267,13 @@ def _stage_of_a_call() -> str:
         inspect.getsource(execute._raised_while_tracing).strip(),
     ])
 
+_LEAVES = ["def leaves(values):",
+           "    # floating-point inputs as leaves that require grad, like a model's activations (harness.execution.train)",
+           "    return tuple(x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x "
+           "for x in values)",
+           "",
+           ""]
+
 _POISON = '''
 
 def poison(dtype):
@@ -310,9 +317,10 @@ def write(cell: Cell, case: Case, example_text: str | None, recorded: str, envir
     names = _Names(case, module)
     spec = row.spec
     device = spec.device or device
-    traced = Example(case.dtypes[0], case.example_shape, seed=0)
+    traced = Example(case.dtypes[0], case.example_shape, seed=0)  # the chart builds the first dtype's path first
     example = parse_example(example_text, case)
-    if example is not None:
+    replayed = [e for e in (parse_example(text, case) for text in ran) if e is not None] if spec.examples is Examples.DRAWN else []
+    if example is not None and not replayed:  # nothing before the failing example: its dtype's path alone
         traced = dataclasses.replace(traced, dtype=example.dtype)
     if spec.examples is not Examples.DRAWN or example is None:
         example = example if spec.examples is Examples.BATCH and example is not None else traced
@@ -325,7 +333,6 @@ and the case's module are imported. Run it with `python {{this file}}`; its last
 Written by `python -m harness repro {cell.id}`.
 """''')
     body = _Body(case, names, style, row, device, source)
-    replayed = [e for e in (parse_example(text, case) for text in ran) if e is not None] if spec.examples is Examples.DRAWN else []
     body.write(traced, example, replayed)
     interpret = ""
     if interpreter:  # Triton chooses its interpreter when it is imported: before that
@@ -337,7 +344,7 @@ Written by `python -m harness repro {cell.id}`.
     return "\n\n\n".join(sections) + "\n"
 
 
-def _replay(examples: list[Example]) -> list[str]:
+def _replay(examples: list[Example], path: str) -> list[str]:
     """The inputs the cell made before its smallest failing one, run in the same order: what the path compiled and
     cached for each (a recompile, a cache entry) can decide what it does with the next."""
     if not examples:
@@ -350,7 +357,7 @@ def _replay(examples: list[Example]) -> list[str]:
             "# cell's process was for so many calls of one compiled function (past its default recompile limit of 8 it",
             "# would run the rest eagerly, or, with fullgraph=True, fail).",
             *settings, f"RAN = [\n{rows},\n]", "for dtype, shape, seed, scalars, absent in RAN:",
-            "    run(make_inputs(dtype, shape, seed, scalars, absent))"]
+            f"    run(make_inputs(dtype, shape, seed, scalars, absent), {path})"]
 
 
 class _Body:
@@ -559,10 +566,13 @@ def backward(ctx, grad):
                  f"inputs = make_inputs(torch.{dtype_name(example.dtype)}, {example.shape!r}, {example.seed}, "
                  f"{dict(example.scalars)!r}, {tuple(sorted(example.absent))!r})",
                  f"ATOL, RTOL = {tol.atol!r}, {tol.rtol!r}"]
+        dtypes = list(dict.fromkeys(e.dtype for e in [traced, *replayed, example]))
         if self.style is not Wrapping.CONTROL and row is not Row.CPU_FALLBACK:
             plain = "case.shipped" if self.style is Wrapping.SHIPPED else "launch"
-            lines += ["# As the chart does before a cell: the launcher once in plain eager (Triton compiles the kernel here).",
-                      'with stage("run"):', f"    {plain}(*clone(traced))"]
+            lines += ["# As the chart does before a cell: the launcher once in plain eager on each dtype's example (Triton "
+                      "compiles the kernel here).",
+                      'with stage("run"):', f"    for dtype in [{', '.join(f'torch.{dtype_name(d)}' for d in dtypes)}]:",
+                      f"        {plain}(*make_inputs(dtype, {case.example_shape!r}, 0))"]
         kind = spec.kind
         names = "[f'output {n}' for n in range(count)]"
         reference = "case.reference"
@@ -583,34 +593,33 @@ def backward(ctx, grad):
                 if kind is Kind.WARM_CACHE:
                     lines.insert(0, "# The chart compiled this once, then again in a new process on the warm caches after editing "
                                     "the kernel; this file makes the first compile, where the cell failed or its failure begins.")
-                lines += [f"compiled = torch.compile(program{', ' + options if options else ''})"]
-                lines += self._unbacked() if spec.unbacked else []
-                called = "unbacked" if spec.unbacked else "compiled"
-                lines += [f"artifact = train_step_of({called})" if kind is Kind.TRAIN else f"artifact = {called}",
-                          'with stage("compile", called=True):', "    artifact(*clone(traced))"]
+                lines += self._compiled_per_dtype(options, kind, traced)
         elif kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
             lines += self._export(kind)
         elif kind is Kind.SUBSYSTEM:
             reference, names = self._subsystem(lines)
             compared_inputs = row not in (Row.FLOP_COUNTER, Row.OPCHECK)
+        def path(dtype: str) -> str:  # the artifact a call of this dtype runs
+            return f"artifact_of({dtype})" if self._per_dtype() else "artifact"
+
         after = " + [x for x in after if isinstance(x, torch.Tensor)]" if compared_inputs else ""
         before = " + [x for x in expected_inputs if isinstance(x, torch.Tensor)]" if compared_inputs else ""
         lines += [
             "",
             "",
-            "def run(values):",
+            "def run(values, path):",
             "    expected_inputs, after = clone(values), clone(values)",
             f"    reference_outputs = flat(({reference})(*expected_inputs))",
             "    count = len(reference_outputs)",
             f"    names = {names} + [f'input {{n}} after the call' for n in range(len(values))]",
             '    with stage("run", called=True):',
-            f"        actual = flat(artifact(*after)){after}",
+            f"        actual = flat(path(*after)){after}",
             '    with stage("run"):',
             f"        check(actual, reference_outputs{before}, names, ATOL, RTOL)",
             "",
             "",
-            *_replay(replayed),
-            "run(inputs)",
+            *_replay(replayed, path("dtype")),
+            f"run(inputs, {path(f'torch.{dtype_name(example.dtype)}')})",
         ]
         if spec.replays:
             lines += [f"for replay in range(1, {spec.replays + 1}):  # new values in the same input buffers, as a CUDA graph replays",
@@ -618,19 +627,54 @@ def backward(ctx, grad):
                       "    for buffer, value in zip(inputs, fresh):",
                       "        if isinstance(buffer, torch.Tensor):",
                       "            buffer.copy_(value)",
-                      "    run(inputs)"]
+                      f"    run(inputs, {path(f'torch.{dtype_name(example.dtype)}')})"]
         lines += ['print("\\nPASSED: the path ran and matched the reference")']
         self.source.add("\n".join(lines))
+
+    def _per_dtype(self) -> bool:
+        """Whether the path is torch.compile, which the chart builds anew for each dtype (Execution.artifact)."""
+        return self.row.spec.kind in (Kind.COMPILE, Kind.WARM_CACHE, Kind.TRAIN) and self.row.spec.compile_options is not None
+
+    def _compiled_per_dtype(self, options: str, kind: Kind, traced: Example) -> list[str]:
+        """torch.compile of the program made anew for each dtype on its first call and called once on that dtype's
+        example (seed 0 at example_shape), as the chart builds it (builders.compiled); in training, the forward alone,
+        on inputs that require grad. Two compiled functions of one program share Dynamo's and Inductor's caches."""
+        called = "unbacked_of(compiled)" if self.row.spec.unbacked else "compiled"
+        first = (f"leaves(make_inputs(dtype, {self.case.example_shape!r}, 0))" if kind is Kind.TRAIN
+                 else f"make_inputs(dtype, {self.case.example_shape!r}, 0)")
+        return ["", "", *(self._unbacked() if self.row.spec.unbacked else []), *(_LEAVES if kind is Kind.TRAIN else []),
+                "def build(dtype):",
+                f"    compiled = torch.compile(program{', ' + options if options else ''})",
+                f"    called = {called}",
+                '    with stage("compile", called=True):',
+                f"        called(*{first})",
+                "    return train_step_of(called)" if kind is Kind.TRAIN else "    return called",
+                "",
+                "",
+                "ARTIFACTS = {}",
+                "",
+                "",
+                "def artifact_of(dtype):",
+                "    if dtype not in ARTIFACTS:",
+                "        ARTIFACTS[dtype] = build(dtype)",
+                "    return ARTIFACTS[dtype]",
+                "",
+                "",
+                f"artifact_of(torch.{dtype_name(traced.dtype)})"]
 
     def _unbacked(self) -> list[str]:
         batched = self.case.batched
         return ["",
-                "def unbacked(*values):",
-                "    # dim 0 of every batched tensor input unbacked before each call (torch._dynamo.mark_unbacked)",
-                f"    for x, batched in zip(values, {batched!r}):",
-                "        if isinstance(x, torch.Tensor) and batched and x.dim() > 0:",
-                "            torch._dynamo.decorators.mark_unbacked(x, 0)",
-                "    return compiled(*values)", ""]
+                "def unbacked_of(compiled):",
+                "    def call(*values):",
+                "        # dim 0 of every batched tensor input unbacked before each call (torch._dynamo.mark_unbacked)",
+                f"        for x, batched in zip(values, {batched!r}):",
+                "            if isinstance(x, torch.Tensor) and batched and x.dim() > 0:",
+                "                torch._dynamo.decorators.mark_unbacked(x, 0)",
+                "        return compiled(*values)",
+                "    return call",
+                "",
+                ""]
 
     def _export(self, kind: Kind) -> list[str]:
         case, spec = self.case, self.row.spec
