@@ -21,7 +21,7 @@ from harness.model.settings import DEFAULT_PROFILE, PROFILES
 # (mode, profile) -> {row: mean seconds of work of a cell of that row the profile checks}, rounded;
 # `row_seconds` measures them. From reports/gpu/results.json (one H200, the whole matrix in two --shard halves of 20
 # workers each, with the autotune timing budget), reports/cpu/results.json (2 cores, the interpreter) and
-# reports/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
+# reports/evidence/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
         'aoti_cpp_nonstrict': 6.0, 'aoti_cpp_strict': 14.15, 'aoti_fresh_nonstrict': 5.79, 'aoti_nonstrict': 1.35,
@@ -52,8 +52,8 @@ SKIPPED_CELL_S = 0.0
 # What a run spends besides its cells' work, measured in the committed runs from each cell's `finished` and
 # `wall` against the run's wall_time_s. START_S: from the run's start to its first cell (pytest, its workers,
 # each runner importing torch) and from its last cell to its end (the reports): on the interpreter 7.2 s +
-# 0.8 s (reports/cpu) and 7.2 s + 5.8 s (reports/cpu/full-profile-sample); on the GPU 11-16 s + 2-4 s
-# (reports/gpu/full-run's four shards). CELL_S: a worker's time between and around its cells' work (the
+# 0.8 s (reports/cpu) and 7.2 s + 5.8 s (reports/evidence/cpu/full-profile-sample); on the GPU 11-16 s + 2-4 s
+# (reports/evidence/gpu/full-run's four shards). CELL_S: a worker's time between and around its cells' work (the
 # request and answer, pytest's report), a cell: 0.005 s on the interpreter's quick profile (0.05 s on the full
 # profile's 345 cells), 0.38-0.42 s on the GPU (16 workers and their runners on 16 cores).
 START_S = {"gpu": 17.0, "interpreter": 10.0}
@@ -61,7 +61,7 @@ CELL_S = {"gpu": 0.4, "interpreter": 0.005}
 # The cells done correct the estimate once they hold this share of the work it gives their kind (see
 # `remaining_seconds`). Earlier, a few cells say more of themselves than of the machine: replayed in the order
 # their cells finished, at every twentieth of their wall time, the committed runs (reports/cpu, and with its
-# row means doubled and halved as for a machine twice as slow or fast; reports/gpu/full-run's four shards)
+# row means doubled and halved as for a machine twice as slow or fast; reports/evidence/gpu/full-run's four shards)
 # give remaining times off by up to 14x correcting from 2% of the work, 1.6-2.6x from 5%, 10% or 20% (1.2-1.6x
 # on average), and 2.0x and 1.8x on average never correcting where the row means are twice off. Extrapolating
 # the elapsed time per cell, as the first lines did, was 5-10x off on average and up to 89x: the costliest

@@ -71,9 +71,29 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PLANTED = os.path.join(ROOT, "tests", "harness", "planted.py")  # conftest's, without importing the runner into the helper
 COMMAND_WORDS = ("triton-compat-matrix", "python", "python3", "pytest", "pip", "bash", "cmake", "lint-imports", "timeout")
 INSTALLED = any(ep.value == "harness.plugin" for ep in entry_points(group="pytest11"))
-SMALL_RESULTS = "reports/gpu/isolation-fresh-process/results.json"  # a committed results file of 24 cells
+SMALL_RESULTS = "reports/evidence/gpu/isolation-fresh-process/results.json"  # a committed results file of 24 cells
 UPGRADE = "reports/triton-upgrade/triton-{}/results.json"  # three environments: Triton 3.6.0, 3.8.0, 3.9.0
-GPU_PARTS = {f"reports/shard-{k}-of-4/results.json": f"reports/gpu/shards/shard-{k}-results.json" for k in range(1, 5)}
+
+
+def _gpu_parts() -> dict[str, str]:
+    """The GPU chart dealt into the four parts a --shard=K/4 run writes (each cell to one part, each part's
+    fingerprint its own), in a temporary folder: what the commands that merge parts are run on."""
+    folder = tempfile.mkdtemp(prefix="tcm-gpu-parts-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    with open(os.path.join(ROOT, "reports", "gpu", "results.json")) as f:
+        chart = json.load(f)
+    parts = {}
+    for k in range(1, 5):
+        fingerprint = {key: value for key, value in chart["fingerprint"].items() if key not in ("shards", "reruns")}
+        part = {**chart, "fingerprint": {**fingerprint, "shard": {"index": k, "count": 4}}, "cells": chart["cells"][k - 1::4]}
+        path = os.path.join(folder, f"shard-{k}-results.json")
+        with open(path, "w") as f:
+            json.dump(part, f)
+        parts[f"reports/shard-{k}-of-4/results.json"] = path
+    return parts
+
+
+GPU_PARTS = _gpu_parts()
 MY_KERNELS = "examples/my_kernels.py"
 # The workflow's own env values, and the variables its steps set, for part 1 (examples/ci/gpu-matrix-shards.yml).
 WORKFLOW = {'"$KILL_AFTER"': "5m", '"$SHARD_TIME_LIMIT"': "60m", "$MATRIX_ARGS": "-n auto", '"$CASES"': "tests/triton_cases.py",
@@ -209,7 +229,7 @@ CHECKS: dict[str, Check] = {
                                                        plant=(("old.json", SMALL_RESULTS),)),  # a version 1 file
     "python -m harness diff reports/old/results.json reports/new/results.json --out upgrade.md": run(
         plant=(("reports/old/results.json", UPGRADE.format("3.6.0")), ("reports/new/results.json", UPGRADE.format("3.9.0")))),
-    "python -m harness diff reports/gpu/default-cxx/results.json reports/gpu/results.json": run(root=True),
+    "python -m harness diff reports/evidence/gpu/default-cxx/results.json reports/gpu/results.json": run(root=True),
     "python -m harness diff reports/gpu/results.json reports/merged/results.json --out reports/merged/diff.md": run(
         plant=(("reports/gpu/results.json", UPGRADE.format("3.6.0")), ("reports/merged/results.json", UPGRADE.format("3.9.0")))),
     "python -m harness diff BASELINE reports/merged/results.json": run(

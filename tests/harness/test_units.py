@@ -672,7 +672,7 @@ def test_the_run_time_estimates_are_the_committed_runs_measurements():
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     measured = {("gpu", "matrix"): "reports/gpu/results.json", ("interpreter", "quick"): "reports/cpu/results.json",
-                ("interpreter", "matrix"): "reports/cpu/full-profile-sample/results.json"}
+                ("interpreter", "matrix"): "reports/evidence/cpu/full-profile-sample/results.json"}
     for key, path in measured.items():
         assert estimate.MEASURED[key] == estimate.row_seconds(load_results(os.path.join(root, path))), (
             f"harness/plugin/estimate.py's {key} is stale: paste estimate.row_seconds(load({path!r})) into MEASURED")

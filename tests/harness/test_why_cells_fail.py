@@ -180,7 +180,7 @@ def test_the_gpu_chart_has_only_a_handful_of_failures_no_known_issue_explains():
     unexplained = sorted(c.cell.id for c in cells if known_issues.unexplained(c))
     # Pinned at what the entries explain today: a change in the chart or the entries shows here. Four are triton_op
     # training cells under torch.compile found WRONG once Inductor's caches worked as in a new process
-    # (reports/gpu/invisibility): no upstream issue is known for them yet.
+    # (reports/evidence/gpu/invisibility): no upstream issue is known for them yet.
     assert len(unexplained) == 8, unexplained
 
 
