@@ -1,4 +1,4 @@
-"""Command line.
+"""The command line: run, report, diff, history, bench, repeat, repro, profile, cases.
 
 `python -m harness report RESULTS.json [MORE.json ...] --out DIR` rewrites SUPPORT.md, MATRIX.md and
 results.json from results files, merging runs that were split (by `-k`, or across machines) as long as

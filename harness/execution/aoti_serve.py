@@ -1,4 +1,4 @@
-"""Serve AOTInductor packages from a new Python process, as a serving process loads its models: it imports
+"""Serve AOTInductor packages from a new Python process, as a serving process loads its models. It imports
 torch and nothing of the harness or the case (run as a script by path, not as part of the package), so an
 operator a package calls back into must be registered by the package itself, or the call fails here.
 

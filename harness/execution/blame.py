@@ -1,7 +1,7 @@
-"""Whose code raised: the case's own (its module, launcher, backward, reference and kernels) or something the cell
-measures (torch, Triton, the interpreter). A plain eager call of the launcher that raises in the case's own code is
-the case's error (harness.execution.execute); the interpreter's missing device-library functions are read off the
-kernels' bytecode here too.
+"""Whose code raised: the case's own or what the cell measures. The case's own is its module, launcher, backward,
+reference and kernels; what the cell measures is torch, Triton, the interpreter. A plain eager call of the launcher
+that raises in the case's own code is the case's error (harness.execution.execute); the interpreter's missing
+device-library functions are read off the kernels' bytecode here too.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The conditions a cell runs under: each way a runner process differs, on purpose, from a fresh `python` that imports
+"""The conditions a cell runs under. Each way a runner process differs, on purpose, from a fresh `python` that imports
 the case, with what code there sees and why; and what the audit finds the same.
 
 A cell must have the outcome its program has in a fresh interpreter. The runner is not one: it serves many cells, was

@@ -1,4 +1,4 @@
-"""AOTInductor's C++ runtime: a small C++ program, built against the installed torch, that loads a package
+"""AOTInductor's C++ runtime. A small C++ program, built against the installed torch, that loads a package
 and runs it with no Python in the process, as a C++ server would.
 
 A package that still calls back into Python (a custom_op whose implementation is a Python function) loads

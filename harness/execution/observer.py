@@ -1,5 +1,5 @@
-"""What the compiler made of the kernel, read off the graphs a path produced (not off the style's name):
-did it trace into the Triton kernel, call an opaque operator, or hold neither?"""
+"""What the compiler made of the kernel, read off the graphs a path produced (not off the style's name).
+Did it trace into the Triton kernel, call an opaque operator, or hold neither?"""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What a run's cells build once and share, built as the run starts, beside its workers' start rather than in its
-first cells.
+"""What a run's cells build once and share, built as the run starts. They build beside the workers' start rather
+than in the first cells.
 
 Some builds are the run's, not a cell's: Inductor's precompiled headers (one for AOTInductor's C++, one for the C++
 wrapper's, under torch's own lock in the run's Inductor cache), with its CPU vector-ISA probe before them

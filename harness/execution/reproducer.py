@@ -1,4 +1,4 @@
-"""A standalone reproducer for one cell: a Python file that wraps the case's kernel in the cell's style and runs
+"""A standalone reproducer for one cell. A Python file that wraps the case's kernel in the cell's style and runs
 the cell's path on its smallest failing example, written as a user writes it.
 
 The file imports torch, triton and the case's own module, nothing of the harness's machinery: it writes out

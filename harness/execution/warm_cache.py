@@ -1,4 +1,4 @@
-"""Warm caches after a kernel edit: does a new process, compiling on the caches a first compile left, run the
+"""Warm caches after a kernel edit. Does a new process, compiling on the caches a first compile left, run the
 kernel as it is now or as it was?
 
 The cell's own process compiles the style first (with Inductor's and AOTAutograd's on-disk caches, as a user's

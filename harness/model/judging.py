@@ -1,4 +1,4 @@
-"""Judging cells as the charts do: the environment blamed where the control fails too, a cell's short label,
+"""Judging cells as the charts do. The environment blamed where the control fails too, a cell's short label,
 and a style's verdict on a row (Yes, Partial, No) from the cells it counts."""
 
 from __future__ import annotations

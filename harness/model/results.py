@@ -1,4 +1,4 @@
-"""The machine-readable results file: versioned, validated on read, written atomically; split runs of one
+"""The machine-readable results file: versioned, validated on read, written atomically. Split runs of one
 environment merged."""
 
 from __future__ import annotations

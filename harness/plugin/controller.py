@@ -1,4 +1,4 @@
-"""The role of the process that started the run: it collects every cell's report, says what the run will do and
+"""The role of the process that started the run. It collects every cell's report, says what the run will do and
 how far it got, notices workers that died, and alone writes the reports, once, at the end."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The order and the split of a run's cells: costliest first, cells that would wait for what another builds spaced
+"""The order and the split of a run's cells. Costliest first, cells that would wait for what another builds spaced
 from it, and --shard's parts balanced by expected cost."""
 
 from __future__ import annotations

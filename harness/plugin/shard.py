@@ -1,4 +1,4 @@
-"""One run's cells split into N balanced parts, so that N runners (a CI job matrix) each run one:
+"""One run's cells split into N balanced parts, so that N runners (a CI job matrix) each run one.
 `--shard=K/N`, then `python -m harness report` merges the parts' results into one chart.
 
 The cells of one case and wrapping style always stay in one part: its AOTInductor rows (Python, C++ and

@@ -1,4 +1,4 @@
-"""What a cell's test report carries and shows: its result as properties (junit XML writes them), its outcome
+"""What a cell's test report carries and shows. Its result as properties (junit XML writes them), its outcome
 as a status letter and word (`-v`), and which cells pytest's --lf counts as failed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The speed figures of a run, read off its results file: the cells' work, the lower bound on wall time it
+"""The speed figures of a run, read off its results file. The cells' work, the lower bound on wall time it
 sets, efficiency, the harness's overhead per cell, where the work went, each worker's memory."""
 
 from __future__ import annotations

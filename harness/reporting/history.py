@@ -1,4 +1,4 @@
-"""One chart across several environments (torch, Triton, GPU), oldest first: how each wrapping style fared
+"""One chart across several environments (torch, Triton, GPU), oldest first. How each wrapping style fared
 on each compile path in each, then the cells that broke, were fixed or fail differently between neighbours.
 
 Each neighbouring pair is compared as `python -m harness diff` compares two runs (harness.reporting.diff.compare);

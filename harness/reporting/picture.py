@@ -1,4 +1,4 @@
-"""The whole matrix as one picture (matrix.png, beside SUPPORT.md): a panel per wrapping style, its cases
+"""The whole matrix as one picture (matrix.png, beside SUPPORT.md). A panel per wrapping style, its cases
 down and its rows across, each square coloured by its cell's outcome.
 
 matplotlib is an optional extra (`pip install "triton-compat-matrix[picture]"`): it is imported only when a

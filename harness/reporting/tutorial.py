@@ -1,5 +1,5 @@
 """The published chart of the PyTorch tutorial "Using User-Defined Triton Kernels with torch.compile",
-kept as data, and which measured rows test each of its claims."""
+kept as data. Each of its claims names the measured rows that test it."""
 
 from __future__ import annotations
 

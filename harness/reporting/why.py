@@ -1,4 +1,4 @@
-"""Why cells fail, in the reports' words: each failing cell's known issue (harness.model.known_issues), the
+"""Why cells fail, in the reports' words. Each failing cell's known issue (harness.model.known_issues), the
 failures grouped by issue with counts and workarounds, and the two flags an upgrade check looks for: a failure
 no known issue explains (the news), and one whose issue is marked fixed in a release the run has (a regression)."""
 

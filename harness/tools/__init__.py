@@ -1,1 +1,1 @@
-"""Commands that start matrix runs: bench and repeat."""
+"""The commands that start runs and read them: bench, repeat, repro and profile."""

@@ -1,4 +1,4 @@
-"""Starting a matrix run as a user does (`pytest -n auto --matrix`), for bench, repeat and `run`; the signals
+"""Starting a matrix run as a user does (`pytest -n auto --matrix`), for bench, repeat and `run`. The signals
 the command receives passed on to the runs it started."""
 
 from __future__ import annotations

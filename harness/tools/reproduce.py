@@ -1,4 +1,4 @@
-"""`python -m harness repro`: write a cell's standalone reproducer (harness.execution.reproducer), and, with
+"""`python -m harness repro`: write a cell's standalone reproducer (harness.execution.reproducer). With
 `--check`, write and run the reproducers of every failing cell of a results file and of a sample of its passing
 ones, each in a fresh Python process of its own, comparing what each prints with what the chart recorded.
 

@@ -22,3 +22,39 @@ def test_the_layers_contract_is_kept():
     done = subprocess.run([os.path.join(os.path.dirname(sys.executable), "lint-imports")], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "1 kept, 0 broken" in done.stdout
+
+
+def test_docs_layout_shows_every_module_with_its_docstrings_first_sentence_and_whether_it_imports_torch():
+    sys.path.insert(0, os.path.join(ROOT, "docs"))
+    try:
+        import layout
+    finally:
+        sys.path.pop(0)
+    assert layout.too_long() == [], "a module's first sentence is a line of docs/layout.md: shorten it"
+    with open(os.path.join(ROOT, "docs", "layout.md")) as f:
+        doc = f.read()
+    shown = doc.split("<!-- layout: python docs/layout.py -->\n```\n")[1].split("\n```\n<!-- end layout -->")[0]
+    assert shown == layout.tree(), "docs/layout.md's tree is stale: paste `python docs/layout.py` into it"
+
+
+def test_a_module_that_imports_torch_at_its_top_level_is_not_starred_nor_one_that_imports_it_through_another():
+    sys.path.insert(0, os.path.join(ROOT, "docs"))
+    try:
+        import layout
+    finally:
+        sys.path.pop(0)
+    assert layout.imports_no_torch("harness.model.results")
+    assert not layout.imports_no_torch("harness.execution.execute")  # imports torch itself
+    assert not layout.imports_no_torch("harness.tools.reproduce")  # through harness.execution.reproducer
+    starred = [m for m in _modules_shown(layout) if layout.imports_no_torch(m)]
+    # One process imports them all: modules only accumulate, so torch absent after the last means absent after each;
+    # where one brings it in, the probe names the first.
+    probe = ("import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
+             "    if any(k.split('.')[0] in ('torch', 'triton') for k in sys.modules):\n        print(m)\n        break")
+    done = subprocess.run([sys.executable, "-c", probe, *starred], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "", f"starred in docs/layout.md, but importing it imports torch or triton: {done.stdout.strip()}"
+
+def _modules_shown(layout) -> list[str]:
+    packages = [layer for layer in layout.layers() if layout.path_of(layer).endswith("__init__.py")]
+    return ["harness", *layout.layers(), *(m for p in packages for m in layout._modules(p))]
