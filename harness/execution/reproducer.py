@@ -230,15 +230,6 @@ def check(actual, expected, names, atol, rtol):
             raise Wrong(f"{name} differs from the reference: " + " ".join(str(differs).split())[:300]) from None
 
 
-def flat(value):
-    # Outputs as a list: a None result is no output; a None inside a list (a missing gradient) stays.
-    if value is None:
-        return []
-    if isinstance(value, (tuple, list)):
-        return [x for v in value for x in (flat(v) if isinstance(v, (tuple, list)) else [v])]
-    return [value]
-
-
 def clone(inputs):
     return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
 '''
@@ -267,31 +258,32 @@ def _stage_of_a_call() -> str:
         inspect.getsource(execute._raised_while_tracing).strip(),
     ])
 
-_LEAVES = ["def leaves(values):",
-           "    # floating-point inputs as leaves that require grad, like a model's activations (harness.execution.train)",
-           "    return tuple(x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x "
-           "for x in values)",
-           "",
-           ""]
-
-_POISON = '''
-
-def poison(dtype):
-    # An output starts as NaN (an int's largest value): an element the kernel never writes cannot pass.
-    if dtype.is_floating_point or dtype.is_complex:
-        return math.nan
-    return True if dtype == torch.bool else torch.iinfo(dtype).max
+def _embedded(*parts: Any) -> str:
+    """Harness definitions as source (a string part as it is): the reproducer runs the chart's own code, not a copy."""
+    return "\n\n\n".join(part if isinstance(part, str) else inspect.getsource(part).strip() for part in parts)
 
 
-def empty_like(tensor, **kwargs):
-    return torch.full_like(tensor, poison(kwargs.get("dtype") or tensor.dtype), **kwargs)
+def _flatten() -> str:
+    """How the chart lists a call's outputs (harness.execution.numerics.flatten), as source."""
+    from harness.execution import numerics
+
+    return _embedded(numerics.flatten)
 
 
-def empty(*size, dtype=None, **kwargs):
-    shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
-    dtype = dtype or torch.get_default_dtype()
-    return torch.full(shape, poison(dtype), dtype=dtype, **kwargs)
-'''
+def _poison() -> str:
+    """The allocators the chart gives a launcher (harness.execution.wrapping): an output starts as NaN (an int's
+    largest value), so an element the kernel never writes cannot pass; as source."""
+    from harness.execution import wrapping
+
+    return _embedded("from torch.fx.experimental.symbolic_shapes import statically_known_true", wrapping._poison_value,
+                     "_unpoisoned: set[str] = set()", wrapping.empty_like, wrapping._unfoldable_fill, wrapping.empty)
+
+
+def _training() -> str:
+    """The chart's training step (harness.execution.training: forward, backward, every input's gradient), as source."""
+    from harness.execution import training
+
+    return _embedded(training.leaves, training._cotangent, training.step)
 
 
 @dataclasses.dataclass
@@ -339,7 +331,9 @@ Written by `python -m harness repro {cell.id}`.
         source.imports.add("os")
         interpret = 'os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton\'s CPU interpreter, as recorded\n\n'
     imports = "\n".join(f"import {m}" for m in sorted(source.imports))
-    head = imports + "\n\n" + interpret + "import torch\nimport triton\n\n" + "\n".join(_import_lines(module))
+    # typing's names: the annotations of the chart's own definitions the file embeds
+    head = (imports + "\nfrom typing import Any, Callable\n\n" + interpret
+            + "import torch\nimport triton\n\n" + "\n".join(_import_lines(module)))
     sections = source.sections[:1] + [head] + source.sections[1:]
     return "\n\n\n".join(sections) + "\n"
 
@@ -371,12 +365,12 @@ class _Body:
     # -- the pieces
 
     def write(self, traced: Example, example: Example, replayed: list[Example]) -> None:
-        self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n' + _PRELUDE.strip("\n") + "\n\n\n"
+        self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n' + _PRELUDE.strip("\n") + "\n\n\n" + _flatten() + "\n\n\n"
                         + _stage_of_a_call())
         self.inputs()
         if takes_namespace(self.case.launch):
             self.source.imports.add("types")
-            self.source.add(_POISON.strip("\n"))
+            self.source.add(_poison())
         at = len(self.source.sections)
         self.wrapping()
         if self.namespaces:
@@ -582,13 +576,13 @@ def backward(ctx, grad):
             graded = [n for n, p in zip(self.params, case.input_parameters()) if p.annotation is torch.Tensor or n in case.optional_inputs]
             gradients = [f"gradient of input {n!r}" for n in graded]
             names = f"[f'output {{n}}' for n in range(count - {len(gradients)})] + {gradients!r}"
-            reference, compared_inputs = "train_step_of(case.reference)", False
+            reference, compared_inputs = "step(case.reference)", False
         if kind is Kind.EAGER or (kind is Kind.SUBSYSTEM and row is Row.CPU_FALLBACK):
             lines += ["artifact = program"]
         elif kind in (Kind.COMPILE, Kind.WARM_CACHE, Kind.TRAIN):
             options = ", ".join(f"{k}={v!r}" for k, v in (spec.compile_options or {}).items())
             if spec.compile_options is None:  # training without a compiler
-                lines += ["artifact = train_step_of(program)"]
+                lines += ["artifact = step(program)"]
             else:
                 if kind is Kind.WARM_CACHE:
                     lines.insert(0, "# The chart compiled this once, then again in a new process on the warm caches after editing "
@@ -599,6 +593,8 @@ def backward(ctx, grad):
         elif kind is Kind.SUBSYSTEM:
             reference, names = self._subsystem(lines)
             compared_inputs = row not in (Row.FLOP_COUNTER, Row.OPCHECK)
+        else:
+            raise NotImplementedError(f"no reproducer for rows of kind {kind}: harness.execution.reproducer writes each kind's path")
         def path(dtype: str) -> str:  # the artifact a call of this dtype runs
             return f"artifact_of({dtype})" if self._per_dtype() else "artifact"
 
@@ -609,11 +605,11 @@ def backward(ctx, grad):
             "",
             "def run(values, path):",
             "    expected_inputs, after = clone(values), clone(values)",
-            f"    reference_outputs = flat(({reference})(*expected_inputs))",
+            f"    reference_outputs = flatten(({reference})(*expected_inputs))",
             "    count = len(reference_outputs)",
             f"    names = {names} + [f'input {{n}} after the call' for n in range(len(values))]",
             '    with stage("run", called=True):',
-            f"        actual = flat(path(*after)){after}",
+            f"        actual = flatten(path(*after)){after}",
             '    with stage("run"):',
             f"        check(actual, reference_outputs{before}, names, ATOL, RTOL)",
             "",
@@ -642,13 +638,13 @@ def backward(ctx, grad):
         called = "unbacked_of(compiled)" if self.row.spec.unbacked else "compiled"
         first = (f"leaves(make_inputs(dtype, {self.case.example_shape!r}, 0))" if kind is Kind.TRAIN
                  else f"make_inputs(dtype, {self.case.example_shape!r}, 0)")
-        return ["", "", *(self._unbacked() if self.row.spec.unbacked else []), *(_LEAVES if kind is Kind.TRAIN else []),
+        return ["", "", *(self._unbacked() if self.row.spec.unbacked else []), 
                 "def build(dtype):",
                 f"    compiled = torch.compile(program{', ' + options if options else ''})",
                 f"    called = {called}",
                 '    with stage("compile", called=True):',
                 f"        called(*{first})",
-                "    return train_step_of(called)" if kind is Kind.TRAIN else "    return called",
+                "    return step(called)" if kind is Kind.TRAIN else "    return called",
                 "",
                 "",
                 "ARTIFACTS = {}",
@@ -752,27 +748,7 @@ def backward(ctx, grad):
         ]
 
     def _train_step(self) -> None:
-        self.source.add('''
-def cotangent(output):
-    return torch.linspace(-1.0, 1.0, output.numel(), device=output.device).reshape(output.shape)
-
-
-def train_step_of(forward):
-    """forward and backward: the outputs, then the gradient of each floating tensor input (None where none)."""
-    def step(*values):
-        xs = tuple(x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in values)
-        outputs = [o for o in flat(forward(*xs)) if o is not None]
-        wrt = [x for x in xs if isinstance(x, torch.Tensor) and x.requires_grad]
-        differentiable = [o for o in outputs if isinstance(o, torch.Tensor) and o.requires_grad]
-        grads = [None] * len(wrt)
-        if differentiable and wrt:
-            loss = sum((o.float() * cotangent(o)).sum() for o in differentiable)
-            grads = list(torch.autograd.grad(loss, wrt, allow_unused=True))
-        return [o.detach() if isinstance(o, torch.Tensor) else o for o in outputs] + grads
-    return step
-
-
-train_step = train_step_of(program)''')
+        self.source.add(_training())
 
     def _subsystem(self, lines: list[str]) -> tuple[str, str]:
         """The row's program (`artifact`) added to `lines`; returns its reference and its outputs' names (source)."""
@@ -817,15 +793,15 @@ train_step = train_step_of(program)''')
                       "",
                       "def artifact(*values):",
                       "    out = program(*(TwoTensor(x, half(x)) if isinstance(x, torch.Tensor) else x for x in values))",
-                      "    outs = flat(out)",
+                      "    outs = flatten(out)",
                       "    for o in outs:",
                       "        if not isinstance(o, TwoTensor):",
                       "            raise TypeError(f'the result is a {type(o).__name__}, not a TwoTensor')",
                       "    return [o.a for o in outs] + [o.b for o in outs]",
                       "",
                       "def on_halves(*values):",
-                      "    results = flat(case.reference(*values))",
-                      "    results += flat(case.reference(*(half(x) if isinstance(x, torch.Tensor) else x for x in values)))",
+                      "    results = flatten(case.reference(*values))",
+                      "    results += flatten(case.reference(*(half(x) if isinstance(x, torch.Tensor) else x for x in values)))",
                       "    return [r for r in results if r is not None]"]
             return "on_halves", "[f'the result\\'s .{part}' for part in 'ab' for _ in range(count // 2)]"
         raise ValueError(f"{row} is not a subsystem row with a program of its own")

@@ -3,6 +3,7 @@ check looks for in the reports, diffs and history (harness.reporting.why), and s
 (`python -m harness repro`) that fail as the cells did."""
 
 import dataclasses
+import inspect
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 from harness.__main__ import main as cli
-from harness.execution import reproducer
+from harness.execution import reproducer, training
 from harness.model import known_issues
 from harness.model import results as results_file
 from harness.model.cell import Cell
@@ -649,3 +650,28 @@ def test_repro_writes_a_python_file_for_a_built_in_cell(monkeypatch, tmp_path, c
     compile(text, str(out), "exec")
     assert "import torch" in text and "case_module" in text
     assert "harness.execution" not in text and "harness.model" not in text  # the case's module only, none of the machinery
+
+
+def test_every_row_kind_and_every_style_shipped_included_has_a_reproducer_made_of_the_charts_own_definitions():
+    from harness.authoring import registry
+    from harness.model.columns import Wrapping
+    from harness.model.rows import Kind
+
+    cases = registry.load([os.path.join(ROOT, "tests", "harness", "planted_invisible.py")]).cases
+    case = cases["asks_the_device"]  # a launcher, a backward and a shipped op
+    written: dict[Kind, set[Wrapping]] = {}
+    for row in Row:
+        for style in Wrapping:
+            if row.spec.applies(case, style):
+                continue
+            ran = ("float32 shape=(4, 8) seed=0",) if row.spec.kind is Kind.COMPILE else ()
+            text = reproducer.write(Cell(case.name, style, row), case, None, "pass", "here", "cpu", ran=ran)
+            compile(text, f"{row.value}-{style.value}", "exec")
+            assert "harness.execution" not in text and "harness.model" not in text, (row, style)
+            assert re.search(r"^\s*(artifact = |def artifact\(|def artifact_of\()", text, re.M), f"{row.value}: no path in {style.value}'s"
+            assert text.rstrip().endswith('print("\\nPASSED: the path ran and matched the reference")'), (row, style)
+            if row.spec.kind is Kind.TRAIN:  # the chart's training step itself, not a copy
+                assert inspect.getsource(training.step).strip() in text
+            written.setdefault(row.spec.kind, set()).add(style)
+    assert set(written) == set(Kind), f"row kinds without a reproducer: {set(Kind) - set(written)}"
+    assert set.union(*written.values()) == set(Wrapping), f"styles without a reproducer: {set(Wrapping) - set.union(*written.values())}"
