@@ -48,7 +48,7 @@ from harness.execution.helper_process import (
 from harness.execution.zygote import DECIDE_ENV, FORKED_ENV, interpreter_env
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
-from harness.model.outcome import CellResult, Memory, Outcome, Stage
+from harness.model.outcome import CellResult, Fault, Memory, Outcome, Stage
 from harness.model.settings import Settings
 
 LOG_TAIL_LINES = 40
@@ -472,7 +472,7 @@ def main(case_modules: list[str]) -> None:
         settings = Settings.from_json(request["settings"])
         case = cases.get(cell.case)
         if case is None:
-            result = CellResult(cell, Outcome.ERROR, stage=Stage.SETUP, fault="harness",
+            result = CellResult(cell, Outcome.ERROR, stage=Stage.SETUP, fault=Fault.HARNESS,
                                 message=f"no case named {cell.case!r} in {case_modules}")
         else:
             configs.restore()

@@ -22,6 +22,7 @@ from filelock import FileLock
 from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
 from harness.execution import cpp_runtime
+from harness.execution.helper_process import CellProcesses
 from harness.execution.observer import GraphObserver
 from harness.execution.warm_cache import EditedInNewProcess
 from harness.model.outcome import WAITED_FOR_PACKAGE, Stage
@@ -61,8 +62,8 @@ class Build:
     call: Callable[[Artifact, tuple[Any, ...]], Any]  # run an artifact once, as the checks do
     edit: Edit | None = None  # what the warm-cache row edits and rebuilds in its new process
     spent: Callable[[str, float], None] = lambda part, seconds: None  # seconds of the cell's work outside any stage (waiting)
-    # What the cell's builds share, one dict a cell: the process that serves its packages, one per dtype.
-    session: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # The processes the cell's builds share: the one that serves its packages, one per dtype.
+    processes: CellProcesses = dataclasses.field(default_factory=CellProcesses)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,11 +222,11 @@ def aoti_fresh(build: Build) -> Artifact:
     by one such process, started at its first package, and again only if it died."""
     package = _package(build)
     with build.stage(Stage.AOT_LOAD):
-        server = build.session.get("fresh-process")
-        if server is None or not server.alive():
+        server = build.processes.package_server
+        if not isinstance(server, cpp_runtime.PackageProcess) or not server.alive():
             device = next(str(x.device) for x in build.inputs if isinstance(x, torch.Tensor))
             isolated = ["-P"] if sys.version_info >= (3, 11) else []  # the script's folder (harness/) stays off sys.path
-            server = build.session["fresh-process"] = cpp_runtime.PackageProcess(
+            server = build.processes.package_server = cpp_runtime.PackageProcess(
                 [sys.executable, *isolated, SERVE_SCRIPT, device], device, build.workdir, who="the fresh Python process", ready="ready")
         return server.load(package)
 
@@ -239,7 +240,7 @@ def warm_cache(build: Build) -> Artifact:
     assert build.edit is not None
     options = dict(build.row.spec.compile_options or {})
     with build.stage(Stage.WRAP):
-        edited = EditedInNewProcess(build.edit.case, build.edit.wrapping, options, build.workdir, build.session)
+        edited = EditedInNewProcess(build.edit.case, build.edit.wrapping, options, build.workdir, build.processes)
     with torch._inductor.config.patch(post_grad_custom_post_pass=None):
         artifact = torch.compile(build.fn, **options)
         with build.stage(Stage.COMPILE):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import logging
 import math
 import os
@@ -27,21 +26,18 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from torch._dynamo.utils import counters
 
-from harness.authoring import registry
 from harness.authoring.case import Case, Example, dtype_name
-from harness.environment import probe
-from harness.execution import builders, degradation, perf, subsystems
+from harness.execution import applicability, builders, degradation, perf, subsystems
 from harness.execution import training as train
-from harness.execution import warm_cache
 from harness.execution import wrapping as wrappings
-from harness.execution.blame import LauncherRaised, case_files, extern_calls, raised_by_case_code, shown
-from harness.execution.helper_process import forked_cpu_seconds
+from harness.execution.blame import LauncherRaised, case_files, raised_by_case_code, shown
+from harness.execution.helper_process import CellProcesses, forked_cpu_seconds
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
 from harness.model.cell import Cell
-from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, ShippedKind, Wrapping
+from harness.model.columns import OP_NAMESPACE, ShippedKind, Wrapping
 from harness.model.errors import HarnessError, Mismatch, first_line
-from harness.model.outcome import CaseCodeError, CellResult, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
+from harness.model.outcome import CaseCodeError, CellResult, Fault, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
 from harness.model.rows import Examples, Kind, Row
 from harness.model.settings import FULL_BATCH, Settings
 
@@ -124,7 +120,7 @@ def _record(result: CellResult, exc: BaseException) -> None:
     if isinstance(exc, StageFailure):
         result.outcome = Outcome.FAIL
     else:  # not a finding about the path: the case's own code raised, or the harness broke
-        result.outcome, result.fault = Outcome.ERROR, "case" if isinstance(exc, CaseCodeError) else "harness"
+        result.outcome, result.fault = Outcome.ERROR, Fault.CASE if isinstance(exc, CaseCodeError) else Fault.HARNESS
     result.stage = exc.stage
     result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
     if isinstance(exc, LauncherRaised):  # what it raised, where in the case's code, and the fix; then the traceback
@@ -207,13 +203,13 @@ class Execution:
         self.cell, self.case, self.settings, self.announce = cell, case, settings, announce
         self.run_device = device  # where the run is; the row may run elsewhere (the CPU fallback)
         self.device = cell.row.spec.device or device
-        self.broken_dtypes = broken_dtypes or {}
+        self.environment = applicability.RunEnvironment.here(device, settings.profile, broken_dtypes)
         self.result = CellResult(cell, Outcome.PASS)
         self.made: list[str] = []  # the inputs made, in order (CellResult.ran)
         self.training = cell.row.spec.kind is Kind.TRAIN
         self.observer = GraphObserver()
         self.artifacts: dict[tuple[torch.dtype, frozenset[str]], Callable[..., Any] | None] = {}
-        self.session: dict[str, Any] = {}  # what the cell's builds share (harness.execution.builders.Build.session)
+        self.processes = CellProcesses()  # what the cell's builds start and share (harness.execution.builders.Build.processes)
         self.program: Callable[..., Any] = case.reference
         self.reference: Callable[..., Any] = case.reference
 
@@ -222,9 +218,10 @@ class Execution:
     def run(self) -> CellResult:
         began, cpu = time.perf_counter(), _cpu_seconds()
         try:
-            reason = self._select_dtypes()
-            if reason:
-                self.result.outcome, self.result.message = Outcome.SKIPPED, reason
+            selection = applicability.select(self.cell, self.case, self.environment)
+            self.case, self.result.dtypes_skipped = selection.case, selection.dtypes_skipped
+            if selection.skipped:
+                self.result.outcome, self.result.message = Outcome.SKIPPED, selection.skipped
             else:
                 self._execute()
         finally:
@@ -238,7 +235,7 @@ class Execution:
     def _close_processes(self) -> None:
         """The processes the cell started (a package's C++ runner or serving process, the warm-cache row's new
         process) end with the cell: their CPU time counts in the cell's, and none outlives it."""
-        for held in [*self.session.values(), *self.artifacts.values()]:
+        for held in [*self.processes.held(), *self.artifacts.values()]:
             close = getattr(held, "close", None)
             if callable(close):
                 try:
@@ -250,118 +247,6 @@ class Execution:
         """Seconds of the cell's work in a stage, or waiting (Timings.stages)."""
         stages = self.result.timings.stages
         stages[part] = stages.get(part, 0.0) + seconds
-
-    def _select_dtypes(self) -> str | None:
-        """Narrow the case to the dtypes this run tests; return why the cell does not run, if it does not."""
-        case, result = self.case, self.result
-        result.dtypes_skipped = {dtype_name(d): self.broken_dtypes[dtype_name(d)] for d in case.dtypes if dtype_name(d) in self.broken_dtypes}
-        testable = tuple(d for d in case.dtypes if dtype_name(d) not in self.broken_dtypes)
-        per_cell = self.settings.profile.dtypes_per_cell
-        if per_cell is not None:
-            for d in testable[per_cell:]:
-                result.dtypes_skipped[dtype_name(d)] = f"this run's profile checks {per_cell} dtype(s) a cell"
-            testable = testable[:per_cell]
-        needs_cuda = self.cell.row.spec.needs_cuda
-        reason = (self._ships_no_op() or self.cell.row.spec.applies(case, self.cell.wrapping)
-                  or (case.requires(self.run_device) if case.requires else None)
-                  or (f"{needs_cuda}; this run's device is {self.device}" if needs_cuda and not self.device.startswith("cuda") else None)
-                  or self._interpreter_cannot_compile() or self._cannot_autotune_here() or self._interpreter_lacks_extern()
-                  or self._wrap_triton_refuses_interpreted()
-                  or self._left_to_other_profiles() or self._kernel_not_editable())
-        if not testable:
-            reason = "no dtype of this case can be tested here: " + "; ".join(f"{k}: {v}" for k, v in result.dtypes_skipped.items())
-        self.case = dataclasses.replace(case, dtypes=testable)
-        return reason
-
-    def _ships_no_op(self) -> str | None:
-        if self.cell.wrapping is Wrapping.SHIPPED and self.case.shipped is None:
-            return "the case names no shipped op (Case.shipped): its library's own op has no column"
-        return None
-
-    def _kernel_not_editable(self) -> str | None:
-        """The warm-cache row's question needs every case kernel edited in its source: where one cannot be (no
-        source file, a body on its def's line), the row cannot ask it of this case, which is neither the style's
-        finding nor the environment's."""
-        if self.cell.row.spec.kind is not Kind.WARM_CACHE:
-            return None
-        try:
-            warm_cache.edit_request(self.case, self.cell.wrapping.value)
-        except warm_cache.KernelNotEditable as exc:
-            return f"not tested here: the row edits each kernel's source, and {exc}"
-        except warm_cache.EditNotLoaded:
-            return None  # the harness's own failure: the cell records it as such
-        return None
-
-    def _left_to_other_profiles(self) -> str | None:
-        return self.settings.profile.leaves_out(self.cell.row.value, builtin=registry.builtin(self.case), tags=self.case.tags)
-
-    def _cannot_autotune_here(self) -> str | None:
-        """Why a case whose kernels autotune cannot be tested on this device (probed once a run), or None. The
-        control runs no kernel, so it still runs: the path itself is measured."""
-        # An autotuner given its own do_bench times configs without a driver: only the default benchmarker is
-        # probed (triton keeps a given one as `_do_bench`; a triton that does not is not second-guessed).
-        default_timing = [a for a in self.case.autotuners if hasattr(a, "_do_bench") and a._do_bench is None]
-        if not default_timing or self.cell.wrapping is Wrapping.CONTROL or self._runs_reference_only():
-            return None
-        failure = probe.autotuning(self.run_device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
-        if failure is None:
-            return None
-        return f"not tested here: Triton's autotuner cannot run on this device (probed once a run with a trivial autotuned add: {failure})"
-
-    def _runs_reference_only(self) -> bool:
-        """The CPU fallback of a generated operator style runs the reference registered as its CPU kernel, never the
-        kernel: whatever the machine cannot do with the kernel, that cell still measures the fallback."""
-        return self.cell.row is Row.CPU_FALLBACK and self.cell.wrapping in OPERATOR_STYLES
-
-    def _interpreter_lacks_extern(self) -> str | None:
-        """Why Triton's interpreter cannot run this case's kernels, or None: under the interpreter, a kernel (or a
-        @triton.jit function it calls) that calls a device-library function (libdevice) the interpreter cannot run,
-        which a trivial kernel calling the same function shows (probed once a run). A limit of the machine, not a
-        finding: on a GPU the compiler supplies the function and the cell runs. The control runs no kernel, so it
-        still runs. A kernel that names the function only in a branch it never takes is left out here too."""
-        if self.cell.wrapping is Wrapping.CONTROL or os.environ.get("TRITON_INTERPRET") != "1" or self._runs_reference_only():
-            return None
-        for caller, function in extern_calls(self.case):
-            arity = sum(not p.name.startswith("_") for p in inspect.signature(function).parameters.values())
-            failure = probe.interpreted_extern(function.__module__, function.__name__, arity, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
-            if failure is not None:
-                return (f"not tested here: Triton's interpreter cannot run {function.__module__}.{function.__name__}, which "
-                        f"{caller} (probed once a run with a trivial kernel calling it: {failure})")
-        return None
-
-    def _wrap_triton_refuses_interpreted(self) -> str | None:
-        """Why the triton_op style cannot be tested on Triton's interpreter with this torch (probed once a run:
-        torch 2.11 and older refuse to wrap_triton an interpreted kernel), or None. Its CPU fallback runs the
-        reference only, so it still runs."""
-        if self.cell.wrapping is not Wrapping.TRITON_OP or os.environ.get("TRITON_INTERPRET") != "1" or self._runs_reference_only():
-            return None
-        failure = probe.wrap_triton_takes_interpreted(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
-        if failure is None:
-            return None
-        return ("not tested here: this torch's wrap_triton refuses the kernels of Triton's CPU interpreter, so the triton_op "
-                f"style cannot run here (probed once a run with a trivial kernel: {failure}); on a GPU it runs")
-
-    def _interpreter_cannot_compile(self) -> str | None:
-        """Why this cell would measure Triton's interpreter rather than the kernel, or None. On the CPU
-        interpreter a raw launch is plain Python to Dynamo: where a trivial kernel's launch fails under this
-        row's torch.compile with graph breaks allowed (probed once a run), every kernel's does, after
-        Dynamo has walked the interpreter's code for 5-10 s. With fullgraph Dynamo stops at the launch, and
-        the cell runs. Like a dtype the interpreter gets wrong, the cell is left out, with the probe's answer."""
-        options = self.cell.row.spec.compile_options
-        if self.device != "cpu" or os.environ.get("TRITON_INTERPRET") != "1" or options is None:
-            return None
-        warm_cache = self.cell.row.spec.kind is Kind.WARM_CACHE
-        if not warm_cache and (options.get("fullgraph") or self.cell.wrapping not in (Wrapping.RAW, Wrapping.RAW_AUTOGRAD)):
-            return None
-        failure = probe.interpreted_launch_under_compile(options, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
-        if failure is None:
-            return None
-        compiled = f"torch.compile({', '.join(f'{k}={v!r}' for k, v in options.items())})"
-        if warm_cache:  # with no kernel in any compiled code, no cache can serve an old kernel: every style would pass by default
-            return (f"Triton's interpreter runs the kernels, and {compiled} cannot trace an interpreted launch here (probed once a "
-                    f"run with a trivial kernel: {failure}): no compiled code holds a kernel, so a warm cache cannot serve an old one")
-        return (f"Triton's interpreter runs this kernel, and {compiled} "
-                f"cannot run an interpreted launch here (probed once a run with a trivial kernel: {failure})")
 
     def _execute(self) -> None:
         os.makedirs(self.settings.workdir, exist_ok=True)
@@ -582,7 +467,7 @@ class Execution:
                 row=self.cell.row, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, batched=self.case.batched,
                 dims=self.case.dynamic_dims,
                 workdir=self.settings.workdir, label=f"{self.cell.id}-{variant}", observer=self.observer,
-                shared=shared, stage=self.stage, call=self.call, spent=self.spent, session=self.session,
+                shared=shared, stage=self.stage, call=self.call, spent=self.spent, processes=self.processes,
                 edit=builders.Edit(self.case, self.cell.wrapping.value) if self.cell.row.spec.kind is Kind.WARM_CACHE else None,
             )
             start = time.perf_counter()

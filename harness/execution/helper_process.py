@@ -93,6 +93,18 @@ class HelperProcess:
         raise self.failure(f"{self.who} died ({died})" + (f": {tail[0][:300]}" if tail else ""))
 
 
+class CellProcesses:
+    """The helper processes a cell's builds start and share (a package server, the warm-cache row's new process),
+    each started at its first use and again only if it died; the cell ends them (Execution)."""
+
+    def __init__(self) -> None:
+        self.package_server: HelperProcess | None = None  # a fresh Python process serving the cell's packages (aoti_fresh)
+        self.warm_cache: HelperProcess | None = None  # the process compiling on the first compile's caches (warm_cache)
+
+    def held(self) -> list[HelperProcess]:
+        return [p for p in (self.package_server, self.warm_cache) if p is not None]
+
+
 def _stop(proc: Any, stderr: IO[str], kill: bool = False) -> None:
     """End the process: closing its stdin ends its loop; one that does not end in 10 s, or is to be killed, is
     killed. Its stderr file is closed. A function of its own, not a method: the finalizer must not hold the object."""

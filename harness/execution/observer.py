@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from torch._inductor.custom_graph_pass import CustomGraphPass
 
+from harness.model.outcome import InGraph
+
 
 def _target_name(target: Any) -> str:
     if isinstance(target, torch._ops.OpOverload):
@@ -31,14 +33,14 @@ class GraphObserver:
                 if "auto_functionalized" in _target_name(node.target) and node.args:
                     self.targets.add(_target_name(node.args[0]))  # a mutating operator, functionalized
 
-    def verdict(self, op_namespace: str) -> str | None:
+    def verdict(self, op_namespace: str) -> InGraph | None:
         if not self.targets:
             return None
         if any("triton_kernel_wrapper" in t for t in self.targets):
-            return "traced"
+            return InGraph.TRACED
         if any(t.startswith(f"{op_namespace}::") or t.startswith(f"{op_namespace}.") for t in self.targets):
-            return "opaque"
-        return "absent"
+            return InGraph.OPAQUE
+        return InGraph.ABSENT
 
     def inductor_pass(self) -> Any:
         """A post-grad pass that records each graph Inductor compiles and changes nothing. Its cache key is this

@@ -51,7 +51,7 @@ from harness.authoring import registry
 from harness.authoring.case import Case, kernel_function, kernel_name
 from harness.execution import autotune_timing, profiling
 from harness.execution import wrapping as wrappings
-from harness.execution.helper_process import HelperProcess
+from harness.execution.helper_process import CellProcesses, HelperProcess
 from harness.execution.wrapping import run_as_module
 from harness.model.columns import Wrapping
 from harness.model.errors import HarnessError, Mismatch, described, first_line
@@ -241,14 +241,14 @@ class EditedInNewProcess:
     new process load the edit. What the harness cannot do there raises HarnessFault: the cell's ERROR, the
     harness's fault, never a failure of the style (or, through its control, of the environment)."""
 
-    def __init__(self, case: Case, wrapping: str, compile_options: dict[str, Any], workdir: str, session: dict[str, Any]):
+    def __init__(self, case: Case, wrapping: str, compile_options: dict[str, Any], workdir: str, processes: CellProcesses):
         self.case, self.wrapping, self.options = case, wrapping, dict(compile_options)
         try:
             self.edit = edit_request(case, wrapping)
         except Exception as exc:  # noqa: BLE001 - the harness's own edit of the case's files: whatever it raises is its fault
             raise HarnessFault(Stage.WRAP, exc) from exc
         self.key = _edit_key(self.edit)
-        self.workdir, self.session = workdir, session
+        self.workdir, self.processes = workdir, processes
         self.calls = 0
         self.report: dict[str, Any] = {}
 
@@ -263,9 +263,9 @@ class EditedInNewProcess:
             raise HarnessFault(Stage.WRAP, exc) from exc
 
     def _process(self) -> NewProcess:
-        process = self.session.get("warm-cache-process")
-        if process is None or not process.alive():
-            process = self.session["warm-cache-process"] = NewProcess(self.workdir)
+        process = self.processes.warm_cache
+        if not isinstance(process, NewProcess) or not process.alive():
+            process = self.processes.warm_cache = NewProcess(self.workdir)
         if self.key not in process.loaded:
             self._ask(process, self._next_name(), {}, loading=True)
             process.loaded.add(self.key)

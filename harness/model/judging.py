@@ -8,7 +8,7 @@ import enum
 
 from harness.model import known_issues
 from harness.model.columns import Wrapping
-from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.outcome import CellResult, Fault, InGraph, Outcome, Stage
 from harness.model.results import Results
 from harness.model.rows import Row
 
@@ -74,7 +74,7 @@ def _outcome_words(cell: CellResult) -> str:
     if cell.outcome is Outcome.CRASH:
         return f"CRASH {cell.signal or ''} @{cell.stage.value if cell.stage else '?'}".replace("  ", " ")
     if cell.outcome is Outcome.ERROR:
-        return f"{cell.fault or 'harness'} error @{cell.stage.value if cell.stage else '?'}"
+        return f"{(cell.fault or Fault.HARNESS).value} error @{cell.stage.value if cell.stage else '?'}"
     if cell.outcome in (Outcome.FAIL, Outcome.TIMEOUT):
         return f"{cell.outcome.value} @{cell.stage.value if cell.stage else '?'}"
     return cell.outcome.value
@@ -107,8 +107,8 @@ def pass_counts(cells: list[CellResult], traces_into: bool = False) -> tuple[int
     """(passed, counted) of a verdict: the cases that passed of those counted, or with `traces_into` the
     compiled graphs that traced into the kernel of those read."""
     if traces_into:
-        judged = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")]
-        return sum(c.kernel_in_graph == "traced" for c in judged), len(judged)
+        judged = [c for c in cells if c.kernel_in_graph in (InGraph.TRACED, InGraph.OPAQUE)]
+        return sum(c.kernel_in_graph is InGraph.TRACED for c in judged), len(judged)
     kept = counted_cells(cells)
     return sum(c.outcome is Outcome.PASS for c in kept), len(kept)
 

@@ -23,6 +23,21 @@ class Outcome(str, enum.Enum):
     ERROR = "error"  # the case's own code or the harness broke, not the path (`fault` says which): a pytest failure
 
 
+class Fault(str, enum.Enum):
+    """Whose code broke in an ERROR cell."""
+
+    CASE = "case"  # the case's own code: its make_inputs, reference or launcher raised (CaseCodeError)
+    HARNESS = "harness"  # the harness's
+
+
+class InGraph(str, enum.Enum):
+    """Where the kernel is in what the compiler made of a path, read off its graphs (harness.execution.observer)."""
+
+    TRACED = "traced"  # traced into: a triton_kernel_wrapper node
+    OPAQUE = "opaque"  # an operator of the harness's namespace, called as a black box
+    ABSENT = "absent"  # neither: the graph holds no kernel
+
+
 # Timings.stages' name for the time a cell waited for another cell's build of the package it runs.
 WAITED_FOR_PACKAGE = "waiting for a package another cell builds"
 
@@ -124,13 +139,13 @@ class CellResult:
     examples_run: int = 0
     dtypes: list[str] = field(default_factory=list)
     graph_breaks: int | None = None
-    kernel_in_graph: str | None = None  # "traced", "opaque" or "absent", read off the compiled/exported graphs
+    kernel_in_graph: InGraph | None = None  # read off the compiled/exported graphs
     warnings: list[str] = field(default_factory=list)  # what PyTorch logged as a warning during the cell
     degradations: list[str] = field(default_factory=list)  # what a passing cell silently lost (harness.execution.degradation)
     dtypes_skipped: dict[str, str] = field(default_factory=dict)  # dtype -> why this run does not test it
     unchecked: list[str] = field(default_factory=list)  # examples the cell drew but could not check, and why
     signal: str | None = None
-    fault: str | None = None  # for an error: "case" (its make_inputs or reference raised) or "harness"
+    fault: Fault | None = None  # for an error: whose code broke
     flaky: str | None = None  # set by hand in a baseline: why this cell's outcome may vary (it is not checked)
     blamed_on: str | None = None  # the control cell that fails on the same path: the environment, not the wrapping
     known_issue: str | None = None  # the known upstream issue its failure matches (harness.model.known_issues), set when judged
@@ -158,6 +173,8 @@ class CellResult:
         # The file keeps the id's parts beside it, so a reader without this harness can group cells.
         head = {"cell": cell.id, "case": cell.case, "wrapping": cell.wrapping.value, "row": cell.row.value}
         data.update(outcome=self.outcome.value, stage=self.stage.value if self.stage else None,
+                    fault=self.fault.value if self.fault else None,
+                    kernel_in_graph=self.kernel_in_graph.value if self.kernel_in_graph else None,
                     timings=asdict(self.timings), memory=asdict(self.memory))
         return strict({**head, **data})  # a non-finite max_error as its name: results files are strict JSON
 
@@ -168,6 +185,8 @@ class CellResult:
         data["cell"] = Cell.parse(data["cell"])
         data["outcome"] = Outcome(data["outcome"])
         data["stage"] = Stage(data["stage"]) if data.get("stage") else None
+        data["fault"] = Fault(data["fault"]) if data.get("fault") else None
+        data["kernel_in_graph"] = InGraph(data["kernel_in_graph"]) if data.get("kernel_in_graph") else None
         data["timings"] = Timings.from_json(data.get("timings", {}))
         data["memory"] = Memory(**(data.get("memory") or {}))
         data["max_error"] = number(data.get("max_error"))

@@ -28,7 +28,7 @@ from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import ResultsError
 from harness.model.fingerprint import Fingerprint, ShardPart
 from harness.model.judging import blame_environment
-from harness.model.outcome import CellResult, Outcome
+from harness.model.outcome import CellResult, Fault, Outcome
 from harness.model.results import Results
 from harness.model.settings import PROFILES
 from harness.plugin import estimate
@@ -284,7 +284,7 @@ class MatrixController:
             text = str(report.longrepr or "")
             died = "crashed" in text or report.when == "???"
             self.results[cell] = CellResult(
-                cell, Outcome.CRASH if died else Outcome.ERROR, fault=None if died else "harness",
+                cell, Outcome.CRASH if died else Outcome.ERROR, fault=None if died else Fault.HARNESS,
                 message=("the pytest worker running this cell died: " if died else "harness error: ")
                 + (text.strip().splitlines() or [""])[-1][:300],
             )

@@ -12,7 +12,7 @@ import pytest
 
 from harness.model.cell import matrix_cells
 from harness.model.judging import outcome_label
-from harness.model.outcome import Outcome
+from harness.model.outcome import Fault, Outcome
 from harness.plugin.worker import MatrixWorker
 
 
@@ -28,7 +28,7 @@ def test_cell(cell, request):
     worker = MatrixWorker.of(request.config)
     result = worker.run(cell, request.node)
     if result.outcome is Outcome.ERROR:
-        who = "the case's own code raised" if result.fault == "case" else "the harness broke"
+        who = "the case's own code raised" if result.fault is Fault.CASE else "the harness broke"
         pytest.fail(f"{cell.id}: {who} at {result.stage.value if result.stage else '?'}: {result.error_type}: {result.message}")
     changed = worker.baseline_change(result)  # only with --baseline: the run must reproduce it
     if changed:

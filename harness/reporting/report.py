@@ -14,7 +14,7 @@ from harness.model.cell import Cell
 from harness.model.columns import GENERATED_STYLES, STYLES, Wrapping, present
 from harness.model.fingerprint import Fingerprint
 from harness.model.judging import FAILED, Verdict, by_row_and_style, counted_cells, judged, outcome_label, pass_counts, verdict
-from harness.model.outcome import CellResult, Outcome
+from harness.model.outcome import CellResult, Fault, InGraph, Outcome
 from harness.model.results import Results
 from harness.model.rows import Row
 from harness.reporting import picture as matrix_picture
@@ -109,8 +109,8 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
                     entry = f"**{entry}; tutorial says {claim}** ⚠"
                     # the cells that contradict the claim
                     if question.traces_into:
-                        read = [c for c in cells if c.kernel_in_graph in ("traced", "opaque")]
-                        shown = [c.cell.id for c in read if (c.kernel_in_graph == "traced") == (claim.lower() == "no")]
+                        read = [c for c in cells if c.kernel_in_graph in (InGraph.TRACED, InGraph.OPAQUE)]
+                        shown = [c.cell.id for c in read if (c.kernel_in_graph is InGraph.TRACED) == (claim.lower() == "no")]
                     else:
                         shown = [c.cell.id for c in counted_cells(cells) if (c.outcome is Outcome.PASS) == (claim.lower() == "no")]
                     disagreements.append(
@@ -331,10 +331,10 @@ def _support_entry(cells: list[CellResult], row: Row) -> str:
     flaky = [c for c in cells if c.flaky]
     if flaky:
         notes.append(f"{len(flaky)} flaky")
-    for fault in ("case", "harness"):
-        errors = [c for c in cells if c.outcome is Outcome.ERROR and (c.fault or "harness") == fault]
+    for fault in Fault:
+        errors = [c for c in cells if c.outcome is Outcome.ERROR and (c.fault or Fault.HARNESS) is fault]
         if errors:
-            notes.append(f"{len(errors)} {fault} error{'s' if len(errors) > 1 else ''}")
+            notes.append(f"{len(errors)} {fault.value} error{'s' if len(errors) > 1 else ''}")
     if row is Row.COMPILE_DEFAULT:
         breaks = sum(c.graph_breaks or 0 for c in passed)
         if breaks:

@@ -18,7 +18,7 @@ from harness.authoring import registry
 from harness.environment import machine, probe
 from harness.execution import runner_template
 from harness.execution.helper_process import RunnerTemplate, _Forked, start_zygote, stop_zygote
-from harness.model.outcome import Outcome, Stage
+from harness.model.outcome import Fault, InGraph, Outcome, Stage
 from harness.runner import INDUCTOR_CACHE, Runner, runner_env
 from tests.harness.conftest import PLANTED
 
@@ -139,7 +139,7 @@ def test_unknown_case_is_a_harness_error(run_planted):
     result = run_planted("no_such_case")
     assert result.outcome is Outcome.ERROR
     assert "no case named 'no_such_case'" in result.message
-    assert result.fault == "harness"
+    assert result.fault is Fault.HARNESS
 
 
 def test_a_wrong_backward_is_a_wrong_gradient_in_every_style_that_uses_it(run_planted):
@@ -169,11 +169,11 @@ def test_a_wrong_flop_formula_is_caught_against_the_references_own_count(run_pla
 
 
 def test_traced_or_opaque_is_read_off_the_compiled_graph(run_planted):
-    assert run_planted("planted_ok", wrapping="custom_op", row="compile_fullgraph").kernel_in_graph == "opaque"
-    assert run_planted("planted_ok", wrapping="control", row="compile_fullgraph").kernel_in_graph == "absent"
+    assert run_planted("planted_ok", wrapping="custom_op", row="compile_fullgraph").kernel_in_graph is InGraph.OPAQUE
+    assert run_planted("planted_ok", wrapping="control", row="compile_fullgraph").kernel_in_graph is InGraph.ABSENT
     if torch.cuda.is_available():  # the interpreter's kernels cannot be traced at all
-        assert run_planted("planted_ok", wrapping="triton_op", row="compile_fullgraph").kernel_in_graph == "traced"
-        assert run_planted("planted_ok", wrapping="raw", row="compile_fullgraph").kernel_in_graph == "traced"
+        assert run_planted("planted_ok", wrapping="triton_op", row="compile_fullgraph").kernel_in_graph is InGraph.TRACED
+        assert run_planted("planted_ok", wrapping="raw", row="compile_fullgraph").kernel_in_graph is InGraph.TRACED
 
 
 def test_subsystem_rows_say_how_a_raw_kernel_fails_them(run_planted):

@@ -153,6 +153,7 @@ def test_where_this_torchs_wrap_triton_refuses_interpreted_kernels_triton_op_cel
     reports/torch-versions."""
     from harness.authoring import registry
     from harness.environment import probe
+    from harness.execution.applicability import RunEnvironment, wrap_triton_refuses_interpreted
     from harness.execution.execute import Execution
     from harness.model.columns import Wrapping
     from harness.model.rows import Row
@@ -172,5 +173,6 @@ def test_where_this_torchs_wrap_triton_refuses_interpreted_kernels_triton_op_cel
     assert result.message.startswith("not tested here: this torch's wrap_triton refuses the kernels of Triton's CPU interpreter")
     assert "wrap_triton only works on functions annotated with triton.jit" in result.message
     # The other styles, and the triton_op CPU fallback (the reference as its CPU kernel), are not left out for it.
-    assert execution(Wrapping.TRITON_OP, "cpu_fallback")._wrap_triton_refuses_interpreted() is None
-    assert all(execution(w, "eager")._wrap_triton_refuses_interpreted() is None for w in Wrapping if w is not Wrapping.TRITON_OP)
+    here = RunEnvironment.here("cpu", settings.profile)
+    assert wrap_triton_refuses_interpreted(Cell("add", Wrapping.TRITON_OP, Row("cpu_fallback")), case, here) is None
+    assert all(wrap_triton_refuses_interpreted(Cell("add", w, Row("eager")), case, here) is None for w in Wrapping if w is not Wrapping.TRITON_OP)

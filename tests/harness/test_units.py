@@ -19,7 +19,7 @@ from harness.model.columns import Wrapping
 from harness.model.errors import Mismatch, ResultsError
 from harness.model.fingerprint import Fingerprint, GitCommit
 from harness.model.judging import blame_environment
-from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.outcome import CellResult, InGraph, Outcome, Stage
 from harness.model.results import VERSION, Results, dumps, load, merge, save
 from harness.model.rows import Row
 from harness.reporting.report import support_chart
@@ -273,7 +273,7 @@ def test_tutorial_chart_marks_where_measurements_disagree():
         _result("a-triton_op-aoti_fresh_nonstrict"), _result("a-triton_op-aoti_nonstrict"),
     ]
     for cell in cells[:2]:
-        cell.kernel_in_graph = "opaque"
+        cell.kernel_in_graph = InGraph.OPAQUE
     table, disagreements = tutorial_chart(Results(fingerprint=FINGERPRINT, cells=cells))
     traces = next(line for line in table.splitlines() if line.startswith("| Does torch.compile trace into"))
     assert "No (0/2); tutorial: No" in traces  # custom_op is opaque, as published
@@ -699,16 +699,17 @@ def test_the_warm_cache_rows_new_process_serves_every_dtype_of_a_cell_each_compi
     """One new process a cell, not one a dtype: the second dtype's request reaches the same process, which
     compiles it afresh (its own cache lookups counted), and the answers are the reference's."""
     from harness.authoring.case import Example
+    from harness.execution.helper_process import CellProcesses
     from harness.execution.warm_cache import EditedInNewProcess
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
-    case, session, pids = registry.load().cases["add"], {}, []
+    case, processes, pids = registry.load().cases["add"], CellProcesses(), []
     for dtype in (torch.float32, torch.float16):
-        artifact = EditedInNewProcess(case, "control", {"fullgraph": True}, str(tmp_path), session)
+        artifact = EditedInNewProcess(case, "control", {"fullgraph": True}, str(tmp_path), processes)
         inputs = case.inputs(Example(dtype, case.example_shape, seed=0), "cpu")
         torch.testing.assert_close(artifact(*inputs), case.reference(*inputs))
         assert artifact.report["stale"] == [] and artifact.report["hits"]["fxgraph_cache_miss"] == 1, artifact.report
-        pids.append(session["warm-cache-process"].proc.pid)
+        pids.append(processes.warm_cache.proc.pid)
     assert pids[0] == pids[1]
-    session["warm-cache-process"].close()
-    assert not session["warm-cache-process"].alive()
+    processes.warm_cache.close()
+    assert not processes.warm_cache.alive()

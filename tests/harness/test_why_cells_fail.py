@@ -22,7 +22,7 @@ from harness.model.cell import Cell
 from harness.model.fingerprint import Fingerprint
 from harness.model.judging import judged
 from harness.model.known_issues import Status, by_key, match
-from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.outcome import CellResult, Fault, Outcome, Stage
 from harness.model.results import Results
 from harness.model.rows import Row
 from harness.reporting import diff, history, report, why
@@ -264,7 +264,7 @@ def test_a_failure_matching_no_known_issue_is_flagged_new_and_a_known_open_one_i
 
 
 def test_cells_that_do_not_fail_on_the_path_are_never_flagged():
-    for cell in (passed("add-raw-eager"), dataclasses.replace(unknown_failure(), outcome=Outcome.ERROR, fault="case"),
+    for cell in (passed("add-raw-eager"), dataclasses.replace(unknown_failure(), outcome=Outcome.ERROR, fault=Fault.CASE),
                  dataclasses.replace(unknown_failure(), outcome=Outcome.SKIPPED),
                  dataclasses.replace(unknown_failure(), blamed_on="add-control-compile_fullgraph")):
         assert why.flag(cell, GPU) is None, cell.outcome

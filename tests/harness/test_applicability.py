@@ -1,0 +1,78 @@
+"""Which cells run here: each rule a predicate over the cell, its case and an explicit run environment, so that a
+machine's limits are said as "not tested here" with the probe's answer, and nothing else is left out."""
+
+from harness.authoring import registry
+from harness.execution.applicability import Probes, RunEnvironment, select
+from harness.model.cell import Cell
+from harness.model.columns import Wrapping
+from harness.model.rows import Row
+from harness.model.settings import PROFILES
+
+CASES = registry.load([registry.BUILTIN]).cases
+
+
+class Answers(Probes):
+    """Probes with set answers, counting what was asked."""
+
+    def __init__(self, autotuning=None, launch=None, wrap_triton=None):
+        super().__init__(None)
+        self.answers = {"autotuning": autotuning, "launch": launch, "wrap_triton": wrap_triton}
+        self.asked: list[str] = []
+
+    def autotuning(self, device):
+        self.asked.append("autotuning")
+        return self.answers["autotuning"]
+
+    def interpreted_launch_under_compile(self, options):
+        self.asked.append("launch")
+        return self.answers["launch"]
+
+    def wrap_triton_takes_interpreted(self):
+        self.asked.append("wrap_triton")
+        return self.answers["wrap_triton"]
+
+    def interpreted_extern(self, module, name, arity):
+        self.asked.append("extern")
+        return None
+
+
+def _env(device="cpu", interpreted=True, probes=None, broken=None, profile="matrix"):
+    return RunEnvironment(device=device, interpreted=interpreted, profile=PROFILES[profile], broken_dtypes=broken or {},
+                          probes=probes or Answers())
+
+
+def test_on_the_interpreter_a_raw_launch_under_compile_with_graph_breaks_is_not_tested_here_with_the_probes_answer():
+    probes = Answers(launch="InternalTorchDynamoError: interpreted launch")
+    chosen = select(Cell("add", Wrapping.RAW, Row.COMPILE_DEFAULT), CASES["add"], _env(probes=probes))
+    assert chosen.skipped.startswith("Triton's interpreter runs this kernel") and "interpreted launch" in chosen.skipped
+    # fullgraph stops at the launch, so the cell runs; and a GPU never asks the interpreter's probe
+    assert select(Cell("add", Wrapping.RAW, Row.COMPILE_FULLGRAPH), CASES["add"], _env(probes=probes)).skipped is None
+    gpu = Answers(launch="never asked")
+    assert select(Cell("add", Wrapping.RAW, Row.COMPILE_DEFAULT), CASES["add"], _env("cuda", False, gpu)).skipped is None
+    assert "launch" not in gpu.asked
+
+
+def test_where_autotuning_cannot_run_the_control_still_runs_and_the_styles_are_not_tested_here():
+    probes = Answers(autotuning="no driver")
+    case = CASES["add_autotuned"]
+    assert select(Cell("add_autotuned", Wrapping.CONTROL, Row.EAGER), case, _env(probes=probes)).skipped is None
+    raw = select(Cell("add_autotuned", Wrapping.RAW, Row.EAGER), case, _env(probes=probes)).skipped
+    assert raw.startswith("not tested here: Triton's autotuner cannot run on this device") and "no driver" in raw
+    # the CPU fallback of a generated operator runs the reference registered as its CPU kernel: it runs
+    assert select(Cell("add_autotuned", Wrapping.CUSTOM_OP, Row.CPU_FALLBACK), case, _env(probes=probes)).skipped is None
+
+
+def test_the_first_rule_that_gives_a_reason_decides_and_no_probe_runs_for_a_cell_left_out_before_it():
+    probes = Answers(autotuning="no driver")
+    chosen = select(Cell("add_autotuned", Wrapping.SHIPPED, Row.EAGER), CASES["add_autotuned"], _env(probes=probes))
+    assert chosen.skipped.startswith("the case names no shipped op") and probes.asked == []
+
+
+def test_dtypes_this_machine_gets_wrong_and_those_past_the_profiles_count_are_left_out_each_with_its_reason():
+    case = CASES["add"]
+    names = [str(d).removeprefix("torch.") for d in case.dtypes]
+    chosen = select(Cell("add", Wrapping.RAW, Row.EAGER), case, _env(broken={names[0]: "wrong sums"}, profile="quick"))
+    assert chosen.dtypes_skipped[names[0]] == "wrong sums"
+    assert chosen.case.dtypes and names[0] not in [str(d).removeprefix("torch.") for d in chosen.case.dtypes]
+    every = select(Cell("add", Wrapping.RAW, Row.EAGER), case, _env(broken={n: "wrong" for n in names}))
+    assert every.skipped.startswith("no dtype of this case can be tested here") and every.case.dtypes == ()
