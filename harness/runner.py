@@ -135,6 +135,8 @@ class Runner:
         # at its start: not there, or gone, in a moment, and the runners are forked from the zygote.
         self._template = Zygote(template, bind_s=TEMPLATE_BIND_S) if template else None
         self._preparing: threading.Thread | None = None
+        self._closing = threading.Lock()  # between close() and a runner process prepare() is still starting
+        self._closed = False
         self.log_path = os.path.join(workdir, "runner-0.log")
         self._proc: subprocess.Popen[bytes] | None = None
         self._spare: tuple[subprocess.Popen[bytes], str] | None = None
@@ -181,7 +183,12 @@ class Runner:
             self._preparing.start()
 
     def _prepare(self) -> None:
-        self._spare = self._spawn()
+        spawned = self._spawn()
+        with self._closing:
+            if not self._closed:
+                self._spare = spawned
+                return
+        _kill(spawned[0])  # closed while it started: nobody will ask it for a cell
 
     def _prepared(self) -> None:
         """Wait for the runner process prepare() is starting, if any."""
@@ -216,7 +223,11 @@ class Runner:
             _kill(proc)
 
     def close(self) -> None:
-        self._prepared()
+        """End this process's runner processes. One prepare() is still starting is not waited for (a run that ends
+        before its first cell, selecting none, would wait out the zygote's imports): it is ended once it starts, and
+        a process forked for it exits with this one (exit_with_asker)."""
+        with self._closing:
+            self._closed, self._preparing = True, None
         self.stop()
         spare, self._spare = self._spare, None
         if spare is not None:
