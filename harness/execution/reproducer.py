@@ -240,23 +240,19 @@ def _rebinding() -> str:
     source: copies of the launcher and of the functions and modules it reads, each reading the replacement."""
     from harness.authoring import launcher
 
-    return "\n\n\n".join([
-        "import inspect\nimport types\nfrom typing import Any, Callable, Mapping",
-        f"_NOT_REBOUND = {launcher._NOT_REBOUND!r}\nMAX_DEPTH = {launcher.MAX_DEPTH!r}",
-        *(inspect.getsource(part).strip() for part in (launcher._global_names, launcher._Rebinder, launcher.rebound)),
-    ])
+    return _embedded("import inspect\nimport types\nfrom typing import Any, Callable, Mapping",
+                     f"_NOT_REBOUND = {launcher._NOT_REBOUND!r}\nMAX_DEPTH = {launcher.MAX_DEPTH!r}",
+                     launcher._global_names, launcher._Rebinder, launcher.rebound)
 
 
 def _stage_of_a_call() -> str:
     """The chart's own rule for the stage at which an artifact's call fails (harness.execution.execute), as source."""
     from harness.execution import execute  # here, not at the top: execute imports this module's neighbours, not it
 
-    return "\n\n\n".join([
-        "import torch._dynamo.exc as dynamo_exc\nimport torch._inductor.exc as inductor_exc",
-        inspect.getsource(execute.compile_stage_exception_types).strip(),
-        f"_TRACING_FILES = {execute._TRACING_FILES!r}",
-        inspect.getsource(execute._raised_while_tracing).strip(),
-    ])
+    return _embedded("import torch._dynamo.exc as dynamo_exc\nimport torch._inductor.exc as inductor_exc",
+                     execute.compile_stage_exception_types, f"_TRACING_FILES = {execute._TRACING_FILES!r}",
+                     execute._raised_while_tracing)
+
 
 def _embedded(*parts: Any) -> str:
     """Harness definitions as source (a string part as it is): the reproducer runs the chart's own code, not a copy."""
@@ -365,8 +361,8 @@ class _Body:
     # -- the pieces
 
     def write(self, traced: Example, example: Example, replayed: list[Example]) -> None:
-        self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n' + _PRELUDE.strip("\n") + "\n\n\n" + _flatten() + "\n\n\n"
-                        + _stage_of_a_call())
+        self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n'
+                        + _embedded(_PRELUDE.strip("\n"), _flatten(), _stage_of_a_call()))
         self.inputs()
         if takes_namespace(self.case.launch):
             self.source.imports.add("types")
@@ -595,6 +591,7 @@ def backward(ctx, grad):
             compared_inputs = row not in (Row.FLOP_COUNTER, Row.OPCHECK)
         else:
             raise NotImplementedError(f"no reproducer for rows of kind {kind}: harness.execution.reproducer writes each kind's path")
+
         def path(dtype: str) -> str:  # the artifact a call of this dtype runs
             return f"artifact_of({dtype})" if self._per_dtype() else "artifact"
 
@@ -638,7 +635,7 @@ def backward(ctx, grad):
         called = "unbacked_of(compiled)" if self.row.spec.unbacked else "compiled"
         first = (f"leaves(make_inputs(dtype, {self.case.example_shape!r}, 0))" if kind is Kind.TRAIN
                  else f"make_inputs(dtype, {self.case.example_shape!r}, 0)")
-        return ["", "", *(self._unbacked() if self.row.spec.unbacked else []), 
+        return ["", "", *(self._unbacked() if self.row.spec.unbacked else []),
                 "def build(dtype):",
                 f"    compiled = torch.compile(program{', ' + options if options else ''})",
                 f"    called = {called}",
