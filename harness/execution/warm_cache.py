@@ -395,7 +395,8 @@ def _future_flags(tree: ast.Module) -> int:
 
 def _rebind(old: Any, new: Any) -> None:
     """Every module-level name that held the old kernel now holds the new one: a package's re-export
-    (`from .kernels import my_kernel` in its __init__) and whichever loaded module imported it before the edit."""
+    (`from .kernels import my_kernel` in its __init__) and whichever loaded module imported it before the edit; and
+    every module-level Case that listed it lists the new one (`_relist`)."""
     for module in list(sys.modules.values()):
         if not isinstance(module, types.ModuleType):
             continue
@@ -403,6 +404,25 @@ def _rebind(old: Any, new: Any) -> None:
         for name, value in list(namespace.items()):
             if value is old:
                 namespace[name] = new
+            for case in _module_level_cases(value):
+                _relist(case, old, new)
+
+
+def _module_level_cases(value: Any) -> list[Case]:
+    """The Cases a module-level value is or holds, found as harness.authoring.registry.cases_of finds them."""
+    if isinstance(value, Case):
+        return [value]
+    return [c for c in value if isinstance(c, Case)] if isinstance(value, (list, tuple)) else []
+
+
+def _relist(case: Case, old: Any, new: Any) -> None:
+    """The case's kernels (and its backward's) with the new kernel for the old one. A case module that is not run
+    again (its cases built in another module, which the case file imports and adapts) still holds them: as a fresh
+    process would import the edited file, its launcher reaches the new kernel, so its case must list that one. The
+    Case object is changed in place, where every holder of it sees it; only this new process has it."""
+    for holder in (case, case.backward):
+        if holder is not None and any(k is old for k in holder.kernels):
+            object.__setattr__(holder, "kernels", tuple(new if k is old else k for k in holder.kernels))
 
 
 def _run_again(path: str, source: Mapping[str, Any]) -> None:

@@ -83,6 +83,30 @@ def test_a_library_kernel_is_edited_in_its_module_as_imported_and_no_module_of_t
     assert seen["executions"] == {"tcm_fake_library": 1, "tcm_fake_library.helpers": 1, "tcm_fake_library.kernels": 1}
 
 
+LOAD_THE_ADAPTED_EDIT = """
+import json, sys
+from harness.execution.warm_cache import load_edited_case
+case = load_edited_case(json.load(open(sys.argv[1])))
+import tcm_library_with_cases as library
+print(json.dumps({"source": case.kernels[0].src, "module_global_is_the_case_kernel": library.double_kernel is case.kernels[0],
+                  "the_librarys_case_lists_it": library.CASES[0].kernels[0] is case.kernels[0]}))
+"""
+
+
+def test_a_case_built_in_the_kernels_own_module_lists_the_edited_kernel_in_the_new_process(tmp_path):
+    # The case file adapts Cases made at import in the kernel's module, which the row edits in place, not runs again.
+    loaded = registry.load([os.path.join(USER_MODULES, "adapted_library_cases.py")])
+    assert not loaded.problems, loaded.problems
+    request = edit_request(loaded.cases["adapted_library_built_double"], "raw")
+    assert [s["whole_file"] for s in request["sources"].values()] == [False]  # the library's module, edited in place
+    (tmp_path / "request.json").write_text(json.dumps(request))
+
+    seen = json.loads(_in_new_python(LOAD_THE_ADAPTED_EDIT, str(tmp_path / "request.json")))
+
+    assert f"    {marker('double_kernel')} = 2; offsets = tl.program_id(0)" in seen["source"]
+    assert seen["module_global_is_the_case_kernel"] and seen["the_librarys_case_lists_it"]
+
+
 RUN_THE_MODULE_ALONE = """
 import json, sys
 from harness.execution.wrapping import run_as_module
