@@ -9,7 +9,7 @@ A cell is matched on what it recorded (outcome, stage, error kind, first line), 
 name: the signatures hold for any user's kernel. A failing cell that matches no entry is news (a new
 failure, or a known one whose text changed); a cell matching an entry marked fixed in a version it ran on
 or after is a regression. The entries in ENTRIES are the ones the committed charts' failures were traced
-to (docs/known-issues.md says how each was checked); adding one is one entry here.
+to (each entry's link, status and `checked` day say what was read upstream, and when); adding one is one entry here.
 
 This module imports no torch: reports and diffs read it too.
 """
@@ -235,6 +235,23 @@ ENTRIES: tuple[KnownIssue, ...] = (
         styles=frozenset({Wrapping.TRITON_OP, Wrapping.SHIPPED}),
         message=r"wrap_triton only works on functions annotated with triton\.jit or triton\.autotune",
         related=("https://github.com/pytorch/pytorch/pull/142208", "https://github.com/pytorch/pytorch/pull/143519"),
+    ),
+    KnownIssue(
+        key="user kernel's module globals left out",
+        link="https://github.com/pytorch/pytorch/blob/main/torch/_inductor/codegen/wrapper.py",
+        title="Inductor re-emits a user-defined kernel's source without a module it reads as a global (a library's "
+              "`tle.program_id(0)`), so Triton's compile of the re-emitted kernel raises NameError",
+        status=Status.UNTRACKED,
+        affects="torch 2.11 measured; 2.13's user_defined_triton_kernel_transitive_closure_source_code still copies "
+                "only jit functions, constexprs and triton's own symbols, no module",
+        workaround="call the helper as a @triton.jit function imported by name (from lib import program_id), or keep "
+                   "the launch out of the graph (custom_op)",
+        checked="2026-11-26",
+        stages=_stages("compile"),
+        message=r"^CompilationError: at \d+:\d+:",
+        error_type=r"torch\._inductor\.exc\.InductorError",
+        detail=r"NameError\('\w+ is not defined'\)",
+        related=("https://github.com/pytorch/pytorch/pull/196237", "https://github.com/pytorch/pytorch/pull/198050"),
     ),
     KnownIssue(
         key="size-dependent heuristics",
