@@ -435,6 +435,7 @@ def _memory_after(device: str, allocated_before: float | None) -> Memory:
 
 
 def main(case_modules: list[str]) -> None:
+    started = dict(os.environ)  # the run's environment, before anything in this process sets a variable
     exit_with_asker()
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything printed by kernels or PyTorch goes to the log, not the protocol
@@ -457,7 +458,7 @@ def main(case_modules: list[str]) -> None:
     cases = runner_template.prepare(case_modules)  # forked from the run's runner template: done there
     # The child's side only, here and not at the top: the runner's parent side runs in the plugin, which needs no torch.
     from harness.environment.probe import broken_dtypes
-    from harness.execution.baseline import ConfigBaseline
+    from harness.execution.baseline import ConfigBaseline, EnvironmentBaseline
     from harness.execution.execute import Execution
 
     phase("cases")
@@ -466,7 +467,7 @@ def main(case_modules: list[str]) -> None:
         vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)  # its checks forked from the zygote
     broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
     phase("dtype probe")
-    configs = ConfigBaseline()  # what every cell starts from
+    configs, environment = ConfigBaseline(), EnvironmentBaseline(started)  # what every cell starts from
     # torch's import leaves millions of long-lived objects: the collection after every cell need not
     # walk them (it took 0.4-0.8 s a cell on the GPU runner).
     gc.collect()
@@ -487,6 +488,7 @@ def main(case_modules: list[str]) -> None:
                                 message=f"no case named {cell.case!r} in {case_modules}")
         else:
             configs.restore()
+            environment.restore()
             before = _memory_before(device)
             announce = lambda stage: send({"event": "stage", "stage": stage.value})  # noqa: E731
             os.environ[profiling.CELL_ENV] = cell.id  # the processes the cell starts profile themselves under its name

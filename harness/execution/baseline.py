@@ -1,4 +1,5 @@
-"""What every cell of a runner starts from: torch's compiler configuration as it was before the runner's first cell.
+"""What every cell of a runner starts from: torch's compiler configuration and the environment as they were before the
+runner's first cell.
 
 Dynamo's, Inductor's and functorch's configurations are the process's. A cell changes them through config.patch,
 undone when it ends, but torch itself changes some entries in place as it compiles (an AOTInductor build fills
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import os
 from typing import Any
 
 CONFIGS = ("torch._dynamo.config", "torch._inductor.config", "torch._functorch.config")
@@ -47,3 +49,42 @@ def _put_back(module: Any, key: str, value: Any) -> None:
             current.update(value)
         return
     setattr(module, key, value)
+
+
+# torch's setters that write the environment once a process (functools.cache'd), and what they write: a program runs
+# them at its first use of what needs them, so every cell starts with them ready to run again and their variables
+# unset (unless the run's own environment set them).
+ONCE_A_PROCESS = (("torch._inductor.runtime.compile_tasks", "_set_triton_ptxas_path", ("TRITON_PTXAS_PATH",)),)
+
+
+class EnvironmentBaseline:
+    """The environment as it is when made, less what torch's once-a-process setters wrote since `started` (the
+    environment the runner started with), put back by `restore`."""
+
+    def __init__(self, started: dict[str, str]) -> None:
+        written = {name for _, _, names in ONCE_A_PROCESS for name in names if name not in started}
+        self._values = {k: v for k, v in os.environ.items() if k not in written}
+
+    def restore(self) -> list[str]:
+        """Put back every variable that differs from what was taken, and make torch's setters run again; the
+        variables that differed, by name."""
+        changed = sorted(k for k in set(os.environ) | set(self._values) if os.environ.get(k) != self._values.get(k))
+        for name in changed:
+            if name in self._values:
+                os.environ[name] = self._values[name]
+            else:
+                del os.environ[name]
+        for module, setter, _ in ONCE_A_PROCESS:
+            _forget(module, setter)
+        return changed
+
+
+def _forget(module_name: str, setter: str) -> None:
+    """The cached setter's cache emptied, where this torch has it."""
+    try:
+        cached = getattr(importlib.import_module(module_name), setter)
+    except (ImportError, AttributeError):  # another torch: nothing of the kind to forget
+        return
+    clear = getattr(cached, "cache_clear", None)
+    if callable(clear):
+        clear()

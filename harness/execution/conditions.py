@@ -98,10 +98,11 @@ CONDITIONS = (
     Condition("what torch leaves in a process", ("environ:_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR", "environ:CUDA_MODULE_LOADING",
                                                  "cuda:*", "dynamo:counters", "inductor_config:aot_inductor.metadata"),
               "what torch sets in the process as it initializes CUDA, loads a C++ wrapper or builds an AOTInductor "
-              "package, as the cell so far, an earlier cell or the device probe left it; Dynamo's counters of the cell so far",
+              "package, as the cell so far or the device probe left it (an earlier cell's variables, the ptxas Inductor "
+              "points Triton at among them, are gone); Dynamo's counters of the cell so far",
               "torch sets the same in any program at the same step; the runner initializes CUDA before its first cell "
-              "(the dtype probe) and checks the GPU after each, and puts torch's configuration back before each cell "
-              "(harness.execution.baseline)"),
+              "(the dtype probe) and checks the GPU after each, and puts torch's configuration and the environment back "
+              "before each cell (harness.execution.baseline)"),
 )
 
 # What the audit compares and finds the same in a runner as in a fresh `python` (the rest of each group, where a

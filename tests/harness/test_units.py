@@ -713,3 +713,31 @@ def test_the_warm_cache_rows_new_process_serves_every_dtype_of_a_cell_each_compi
     assert pids[0] == pids[1]
     processes.warm_cache.close()
     assert not processes.warm_cache.alive()
+
+
+def test_each_cell_starts_from_the_runners_environment_without_what_torch_or_an_earlier_cell_set(monkeypatch):
+    from torch._inductor.runtime import compile_tasks
+
+    from harness.execution.baseline import EnvironmentBaseline
+
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    monkeypatch.setenv("TCM_TEST_RUN_SET", "kept")
+    started = dict(os.environ)
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/torch/bin/ptxas")  # as Inductor's first Triton compile sets it, after the start
+    environment = EnvironmentBaseline(started)
+    compile_tasks._set_triton_ptxas_path()  # cached: a process runs it once
+    monkeypatch.setenv("TCM_TEST_SET_BY_A_CASE", "1")
+    monkeypatch.setenv("TCM_TEST_RUN_SET", "changed by a case")
+
+    assert environment.restore() == ["TCM_TEST_RUN_SET", "TCM_TEST_SET_BY_A_CASE", "TRITON_PTXAS_PATH"]
+    assert os.environ["TCM_TEST_RUN_SET"] == "kept"
+    assert "TCM_TEST_SET_BY_A_CASE" not in os.environ and "TRITON_PTXAS_PATH" not in os.environ
+    assert compile_tasks._set_triton_ptxas_path.cache_info().currsize == 0  # the next compile sets it again, as a new process's first
+
+
+def test_a_ptxas_path_the_run_itself_set_is_kept(monkeypatch):
+    from harness.execution.baseline import EnvironmentBaseline
+
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/my/ptxas")
+    environment = EnvironmentBaseline(dict(os.environ))
+    assert environment.restore() == [] and os.environ["TRITON_PTXAS_PATH"] == "/my/ptxas"
