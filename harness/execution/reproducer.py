@@ -444,27 +444,18 @@ def program({self.args}):
     return {callee}({self.args})''')
 
     def _function(self) -> str:
-        case = self.case
-        tensors = [p.name for p in case.input_parameters() if p.annotation is torch.Tensor or p.name in case.optional_inputs]
-        others = [n for n in self.params if n not in tensors]
-        backward = (f"grads = {self.backward_call()}\n        grads = iter(grads if isinstance(grads, tuple) else (grads,))\n"
-                    f"        return tuple(next(grads) if isinstance(x, torch.Tensor) else None for x in ({self.args},))"
-                    if case.backward else f'raise NotImplementedError("case {case.name!r} declares no backward")')
-        name = f"{case.name}_function"
-        self.source.add(f'''
-class {name}(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, {self.args}):
-        ctx.save_for_backward({", ".join(tensors)})
-        {"; ".join(f"ctx.{n} = {n}" for n in others) or "pass"}
-        return {self.forward_call()}
+        """The chart's own autograd.Function (wrapping.function_source), its free names bound as the chart binds them."""
+        from harness.execution import wrapping
 
-    @staticmethod
-    def backward(ctx, grad):
-        ({"".join(f"{n}, " for n in tensors)}) = ctx.saved_tensors
-        {"; ".join(f"{n} = ctx.{n}" for n in others) or "pass"}
-        {backward}''')
-        return f"{name}.apply"
+        case = self.case
+        if case.backward:
+            backward = f"def backward_of(grad, {self.args}):\n    return {self.backward_call()}"
+        else:
+            backward = f"def backward_of(grad, *inputs):\n    raise NotImplementedError({wrapping.no_backward_message(case)!r})"
+        self.source.add(f"launcher = {self.names.of(case.launch, 'case.launch')}\n\n\n{backward}")
+        self.source.add(_embedded(wrapping._as_tuple, wrapping._input_grads))
+        self.source.add(wrapping.function_source(case))
+        return f"{wrapping.function_name(case)}.apply"
 
     def _operator(self, training: bool) -> str:
         case, style = self.case, self.style
@@ -510,6 +501,8 @@ def _(*shapes, out_shape=None, **kwargs):
         return f"torch.ops.{OP_NAMESPACE}.{name}"
 
     def _autograd(self, name: str) -> None:
+        from harness.execution import wrapping
+
         case, style = self.case, self.style
         assert case.backward is not None
         backward = self.backward_call()
@@ -530,21 +523,10 @@ def _(grad, {self.args}):
     grads = tuple(torch.empty_like(x) for x in ({self.args},) if isinstance(x, torch.Tensor))
     return grads[0] if len(grads) == 1 else grads''')
             backward = f"torch.ops.{OP_NAMESPACE}.{back_name}(grad, {self.args})"
-        self.source.add(f'''
-def setup_context(ctx, inputs, output):
-    ctx.inputs = inputs
-    ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)])
-
-
-def backward(ctx, grad):
-    saved = iter(ctx.saved_tensors)
-    {self.args}, = tuple(next(saved) if isinstance(x, torch.Tensor) else x for x in ctx.inputs)
-    grads = {backward}
-    grads = iter(grads if isinstance(grads, tuple) else (grads,))
-    return tuple(next(grads) if isinstance(x, torch.Tensor) else None for x in ({self.args},))
-
-
-{name}.register_autograd(backward, setup_context=setup_context)''')
+        # The chart's own registration (wrapping.OPERATOR_AUTOGRAD_SOURCE), its free names bound as the chart binds them.
+        self.source.add(f"def backward_of(grad, {self.args}):\n    return {backward}")
+        self.source.add(_embedded(wrapping._as_tuple, wrapping._input_grads, wrapping.OPERATOR_AUTOGRAD_SOURCE.strip("\n")))
+        self.source.add(f"{name}.register_autograd(backward, setup_context=setup_context)")
 
     # -- the path
 

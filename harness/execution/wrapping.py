@@ -228,20 +228,28 @@ def _backward_callable(case: Case, style: Wrapping) -> Callable[..., Any]:
     return plain_call(bwd.launch, bwd.kernels)
 
 
+# An operator style's autograd, as torch.library's register_autograd takes it: the tensor inputs saved, the scalars
+# kept. Free names: `backward_of(grad, *inputs)` (the case's backward in the operator's style) and `_input_grads`.
+# The chart runs this text, and the reproducer (harness.execution.reproducer) writes it.
+OPERATOR_AUTOGRAD_SOURCE = """
+def setup_context(ctx, inputs, output):
+    ctx.inputs_meta = [isinstance(x, torch.Tensor) for x in inputs]
+    ctx.scalars = [None if isinstance(x, torch.Tensor) else x for x in inputs]
+    ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)])
+
+
+def backward(ctx, grad):
+    saved = iter(ctx.saved_tensors)
+    inputs = tuple(next(saved) if is_tensor else scalar for is_tensor, scalar in zip(ctx.inputs_meta, ctx.scalars))
+    return _input_grads(backward_of(grad, *inputs), inputs)
+"""
+
+
 def _register_autograd(case: Case, op: Any, style: Wrapping) -> None:
-    backward = _backward_callable(case, style)
-
-    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        ctx.inputs_meta = [isinstance(x, torch.Tensor) for x in inputs]
-        ctx.scalars = [None if isinstance(x, torch.Tensor) else x for x in inputs]
-        ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)])
-
-    def op_backward(ctx: Any, grad: Any) -> Any:
-        saved = iter(ctx.saved_tensors)
-        inputs = tuple(next(saved) if is_tensor else scalar for is_tensor, scalar in zip(ctx.inputs_meta, ctx.scalars))
-        return _input_grads(backward(grad, *inputs), inputs)
-
-    op.register_autograd(op_backward, setup_context=setup_context)
+    name = op._name.split("::")[-1]
+    namespace = _generated_module(f"{name}_autograd", OPERATOR_AUTOGRAD_SOURCE, f"{name}'s autograd", torch=torch,
+                                  backward_of=_backward_callable(case, style), _input_grads=_input_grads)
+    op.register_autograd(namespace["backward"], setup_context=namespace["setup_context"])
 
 
 _FUNCTION_TEMPLATE = """
@@ -250,31 +258,33 @@ class {name}(torch.autograd.Function):
     def forward(ctx, {args}):
         ctx.save_for_backward({saved})
         {keep}
-        return launch({k}{args})
+        return launcher({k}{args})
 
     @staticmethod
     def backward(ctx, grad):
         {unpack} = ctx.saved_tensors
         {restore}
-        return input_grads(backward(grad, {args}), ({args},))
+        return _input_grads(backward_of(grad, {args}), ({args},))
 """
 
 
-def _autograd_function(case: Case) -> type:
-    """The launcher in a torch.autograd.Function written out as a user would, with named arguments
-    (Dynamo treats a varargs forward differently)."""
+def function_name(case: Case) -> str:
+    return f"{case.name}_function"
+
+
+def function_source(case: Case) -> str:
+    """The source of the case's torch.autograd.Function, the raw_autograd style: the launcher in a Function written
+    out as a user would, with named arguments (Dynamo treats a varargs forward differently). Its free names:
+    `launcher` (the case's launcher), `k` (its kernel namespace, where it takes one), `backward_of(grad, *inputs)`
+    (the case's backward, the gradients of the tensor inputs) and `_input_grads`. The chart runs this text, and
+    the reproducer (harness.execution.reproducer) writes it."""
     params = case.input_parameters()
     names = [p.name for p in params]
     optional = case.optional_inputs  # saved like tensors: save_for_backward takes None
     tensors = [p.name for p in params if p.annotation is torch.Tensor or p.name in optional]
     others = [n for n in names if n not in tensors]
-    backward = _backward_callable(case, Wrapping.RAW) if case.backward else None
-
-    def no_backward(grad: Any, *inputs: Any) -> Any:
-        raise NotImplementedError(f"case {case.name!r} declares no backward")
-
-    source = _FUNCTION_TEMPLATE.format(
-        name=f"{case.name}_function",
+    return _FUNCTION_TEMPLATE.format(
+        name=function_name(case),
         args=", ".join(names),
         saved=", ".join(tensors),
         keep="; ".join(f"ctx.{n} = {n}" for n in others) or "pass",
@@ -282,10 +292,23 @@ def _autograd_function(case: Case) -> type:
         restore="; ".join(f"{n} = ctx.{n}" for n in others) or "pass",
         k="k, " if takes_namespace(case.launch) else "",  # the launcher is called as written: with the namespace, or not
     )
-    namespace = _generated_module(f"{case.name}_function", source, f"{case.name} autograd.Function", torch=torch,
-                                  launch=case.launch, k=kernel_namespace(case.kernels), backward=backward or no_backward,
-                                  input_grads=_input_grads)
-    return namespace[f"{case.name}_function"]
+
+
+def no_backward_message(case: Case) -> str:
+    return f"case {case.name!r} declares no backward"
+
+
+def _autograd_function(case: Case) -> type:
+    """The case's autograd.Function (function_source), with the raw style's backward."""
+    backward = _backward_callable(case, Wrapping.RAW) if case.backward else None
+
+    def no_backward(grad: Any, *inputs: Any) -> Any:
+        raise NotImplementedError(no_backward_message(case))
+
+    namespace = _generated_module(function_name(case), function_source(case), f"{case.name} autograd.Function", torch=torch,
+                                  launcher=case.launch, k=kernel_namespace(case.kernels), backward_of=backward or no_backward,
+                                  _input_grads=_input_grads)
+    return namespace[function_name(case)]
 
 
 def _register_flops(case: Case, op: Any) -> None:
