@@ -232,6 +232,15 @@ class Case:
     def check(self) -> None:
         """Raise CaseError naming this case, its first problem and the fix. The registry calls it, so one
         malformed case is left out and reported while its neighbours still run."""
+        self._check_given()
+        self._check_dtypes_and_sizes()
+        params = self.input_parameters()
+        self._check_signature(params)
+        self._check_backward()
+        self._check_inputs(params)
+
+    def _check_given(self) -> None:
+        """What every case gives: a name, its functions, kernels, shapes and example."""
         if not isinstance(self.name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
             raise CaseError(str(self.name), "name must be lower_snake_case letters, digits and '_'")
         for attr, what in (
@@ -264,6 +273,9 @@ class Case:
             raise CaseError(self.name, "example_shape needs a batch (dim 0) of at least 2, or export specialises it")
         if self.benchmark_batch is not None and not 1 <= self.benchmark_batch <= self.max_batch:
             raise CaseError(self.name, f"benchmark_batch {self.benchmark_batch} must lie in 1..max_batch ({self.max_batch})")
+
+    def _check_dtypes_and_sizes(self) -> None:
+        """The dtypes, each with a tolerance, and the dims that vary."""
         if not self.dtypes:
             raise CaseError(self.name, "dtypes is empty")
         for dim, largest in self.dynamic_dims.items():
@@ -278,7 +290,9 @@ class Case:
                 raise CaseError(self.name, f"unknown dtype {dtype!r}: give torch dtypes, e.g. torch.float16 (known: {', '.join(DTYPES)})")
             if dtype not in DEFAULT_TOLERANCES and dtype not in self.tolerances:
                 raise CaseError(self.name, f"dtype {dtype} has no default tolerance: give one in tolerances")
-        params = self.input_parameters()
+
+    def _check_signature(self, params: list[inspect.Parameter]) -> None:
+        """The launcher's parameters and result, annotated (the schema is inferred from them), or the schema given."""
         for p in params:
             if p.annotation is inspect.Parameter.empty:
                 raise CaseError(self.name, f"launcher parameter {p.name!r} needs a type annotation (the schema is inferred), "
@@ -298,6 +312,9 @@ class Case:
             unknown = set(getattr(self, attr)) - {p.name for p in params}
             if unknown:
                 raise CaseError(self.name, f"{attr} names {sorted(unknown)}, which are not launcher parameters")
+
+    def _check_backward(self) -> None:
+        """The backward, where one is given: its signature, its kernels, reached by its launcher."""
         if self.backward is not None:
             if self.mutates:
                 raise CaseError(self.name, "a case that mutates its inputs cannot declare a backward")
@@ -316,6 +333,9 @@ class Case:
                 except TypeError as exc:
                     raise CaseError(self.name, f"backward: {exc}") from None
             self._check_reached(self.backward.launch, self.backward.kernels, "backward")
+
+    def _check_inputs(self, params: list[inspect.Parameter]) -> None:
+        """What the case draws and makes: the reference takes it, the scalars close the signature, make_inputs takes every shape."""
         if self.requires is not None and not callable(self.requires):
             raise CaseError(self.name, "requires must be a function of the device returning a reason or None")
         if self.flops is not None and not callable(self.flops):
