@@ -1,11 +1,12 @@
 """A standalone reproducer for one cell. A Python file that wraps the case's kernel in the cell's style and runs
 the cell's path on its smallest failing example, written as a user writes it.
 
-The file imports torch, triton and the case's own module, nothing of the harness's machinery: it writes out
-what harness.execution.wrapping builds (the autograd.Function, the triton_op's body with each kernel named in
-a `wrap_triton(kernel)` call, the custom_op and its fake) and what harness.execution.builders does on the row
-(torch.compile, export with the batch dynamic, AOTInductor's package), in the same names, so the error it
-prints can be pasted into an upstream issue. Because none of the harness runs, it also checks the chart: a
+The file imports torch, triton and the case's own module, nothing of the harness's machinery: it holds, as text,
+the chart's own definitions of the style (harness.execution.wrapping's sources of the autograd.Function, of the
+operators' bodies, each kernel named in a `wrap_triton(kernel)` call, and of their autograd, run as the chart runs
+them; the poisoned allocators; the launcher's rebinding) and of the checks (numerics.flatten, training.step, the
+stage rule), and writes out what harness.execution.builders does on the row (torch.compile, export with the batch
+dynamic, AOTInductor's package), so the error it prints can be pasted into an upstream issue. Because none of the harness runs, it also checks the chart: a
 reproducer that passes where the cell failed points at the harness.
 
 Its last line says what happened, in one form a program can read (`outcome_of` parses it):
@@ -357,6 +358,8 @@ class _Body:
         self.args = ", ".join(self.params)
         self.namespaces: dict[str, str] = {}  # the kernel namespaces the plain calls use, by name
         self.rebinding = False  # whether the file holds the rebinding of a globals-form launcher (rebound)
+        self.generated = False  # whether it holds the chart's way of running a generated source (run_as_module)
+        self.namespace_maker = False  # whether it holds wrapping.launcher_namespace
 
     # -- the pieces
 
@@ -364,7 +367,8 @@ class _Body:
         self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n'
                         + _embedded(_PRELUDE.strip("\n"), _flatten(), _stage_of_a_call()))
         self.inputs()
-        if takes_namespace(self.case.launch):
+        backward = self.case.backward
+        if takes_namespace(self.case.launch) or (backward is not None and backward.kernels and takes_namespace(backward.launch)):
             self.source.imports.add("types")
             self.source.add(_poison())
         at = len(self.source.sections)
@@ -390,16 +394,20 @@ def make_inputs(dtype, shape, seed, scalars=None, absent=()):
             entries.append(f"{kernel_name(kernel)}={'wrap_triton(' + ref + ')' if wrap else ref}")
         return f"types.SimpleNamespace({', '.join(entries + ['empty_like=empty_like', 'empty=empty'])})"
 
+    def _plain_namespace(self, kernels: tuple[Any, ...], field: str) -> str:
+        """The name of the namespace of the kernels as they are, built once (as wrapping.plain_call builds it)."""
+        name = "k" if field == "kernels" else "k_backward"
+        if name not in self.namespaces:
+            self.namespaces[name] = f"{name} = {self._namespace(kernels, field, False)}"
+        return name
+
     def _launch_call(self, launch: Any, kernels: tuple[Any, ...], field: str, args: str, wrap: bool, launch_expr: str) -> str:
         """The source of one call of a launcher with its kernels (wrapped with wrap_triton where `wrap`, in the call,
         as a triton_op's body wraps them; else the namespace built once, outside what the compilers trace)."""
         if takes_namespace(launch):
             if wrap:
                 return f"{launch_expr}({self._namespace(kernels, field, wrap)}, {args})"
-            name = "k" if field == "kernels" else "k_backward"
-            if name not in self.namespaces:
-                self.namespaces[name] = f"{name} = {self._namespace(kernels, field, False)}"
-            return f"{launch_expr}({name}, {args})"
+            return f"{launch_expr}({self._plain_namespace(kernels, field)}, {args})"
         if not wrap:
             return f"{launch_expr}({args})"
         # A launcher that calls its kernels as module globals: a copy of it, and of the functions it calls, reading
@@ -425,7 +433,6 @@ def make_inputs(dtype, shape, seed, scalars=None, absent=()):
 
     def wrapping(self) -> None:
         style, case = self.style, self.case
-        training = self.row.spec.kind is Kind.TRAIN and case.backward is not None
         if style not in (Wrapping.CONTROL, Wrapping.SHIPPED):
             self.source.add(f"def launch({self.args}):\n    return {self.forward_call()}")
         if style is Wrapping.CONTROL:
@@ -437,7 +444,7 @@ def make_inputs(dtype, shape, seed, scalars=None, absent=()):
         elif style is Wrapping.RAW_AUTOGRAD:
             callee = self._function()
         else:
-            callee = self._operator(training)
+            callee = self._operator()
         self.source.add(f'''
 def program({self.args}):
     """What the path runs: the wrapped kernel called as a model calls it."""
@@ -457,40 +464,19 @@ def program({self.args}):
         self.source.add(wrapping.function_source(case))
         return f"{wrapping.function_name(case)}.apply"
 
-    def _operator(self, training: bool) -> str:
+    def _operator(self) -> str:
+        """The operator as the chart registers it (wrapping._register_operator): its body, fake, CPU kernel, autograd
+        (wherever the case has a backward, on every row) and flop formula."""
         case, style = self.case, self.style
         cpu_fallback = self.row is Row.CPU_FALLBACK
         name = f"{case.name}_{style.value}" + ("_cpu_fallback" if cpu_fallback else "")
-        params, returns = _signature(case.signature)
-        if "typing." in params + returns:
-            self.source.imports.add("typing")
-        mutates = tuple(sorted(case.mutates))
-        if style is Wrapping.TRITON_OP:
-            self.source.add(f'''
-from torch.library import wrap_triton
-
-
-@torch.library.triton_op("{OP_NAMESPACE}::{name}", mutates_args={mutates!r})
-def {name}({params}){returns}:
-    return {self.forward_call(wrap=True)}''')
-        else:
-            self.source.add(f'''
-@torch.library.custom_op("{OP_NAMESPACE}::{name}", mutates_args={mutates!r})
-def {name}({params}){returns}:
-    return {self.forward_call()}
-
-
-@{name}.register_fake
-def _({self.args}):
-    return case.reference({self.args})''')
-        if cpu_fallback:
-            self.source.add(f'''
-@{name}.register_kernel("cpu")
-def _({self.args}):
-    return case.reference({self.args})''')
-        if training:
+        self._operator_body(name, case.launch, case.kernels, "kernels", "case.signature", tuple(sorted(case.mutates)))
+        if style is Wrapping.CUSTOM_OP:
+            self.source.add(f"def _fake(*inputs):\n    return case.reference(*inputs)\n\n\n"
+                            f"_fake.__signature__ = case.signature\n{name}.register_fake(_fake)")
+        if case.backward is not None:
             self._autograd(name)
-        if self.row is Row.FLOP_COUNTER and case.flops is not None:
+        if case.flops is not None and not cpu_fallback:
             self.source.add(f'''
 from torch.utils.flop_counter import register_flop_formula
 
@@ -498,7 +484,40 @@ from torch.utils.flop_counter import register_flop_formula
 @register_flop_formula(torch.ops.{OP_NAMESPACE}.{name})
 def _(*shapes, out_shape=None, **kwargs):
     return case.flops(*shapes)''')
+        if cpu_fallback:
+            self.source.add(f"def _on_cpu(*inputs):\n    return case.reference(*inputs)\n\n\n"
+                            f"_on_cpu.__signature__ = case.signature\n{name}.register_kernel(\"cpu\")(_on_cpu)")
         return f"torch.ops.{OP_NAMESPACE}.{name}"
+
+    def _operator_body(self, name: str, launch: Any, kernels: tuple[Any, ...], field: str, signature: str,
+                       mutates: tuple[str, ...]) -> None:
+        """The chart's own body (wrapping.operator_body_source), run as the chart runs it, in a module of its own
+        (wrapping._generated_module), its free names bound as the chart binds them; then registered."""
+        from harness.execution import wrapping
+
+        if not self.generated:
+            self.generated = True
+            self.source.imports |= {"linecache", "types"}
+            self.source.add(_embedded(wrapping.run_as_module, wrapping._generated_module))
+        bound = {"wrap_triton": "torch.library.wrap_triton", "_tcm_launch": self.names.of(launch, f"case.{field.replace('kernels', 'launch')}")}
+        if takes_namespace(launch):
+            bound["_tcm_k"] = self._plain_namespace(kernels, field)
+            if not self.namespace_maker:
+                self.namespace_maker = True
+                self.source.add(_embedded(wrapping.launcher_namespace))
+            bound["_tcm_namespace"] = "launcher_namespace"
+        else:
+            if not self.rebinding:
+                self.rebinding = True
+                self.source.add(_rebinding())
+            bound["_tcm_rebound"] = "rebound"
+        bound.update({kernel_name(k): self.names.kernel(kernels, i, field) for i, k in enumerate(kernels)})
+        source = wrapping.operator_body_source(name, self.style, launch, kernels).strip("\n")
+        title = wrapping.operator_body_title(name, self.style)
+        self.source.add(f'{name} = _generated_module({name!r}, """\n{source}\n""", {title!r},\n    '
+                        + ", ".join(f"{k}={v}" for k, v in bound.items()) + f")[{name!r}]\n"
+                        f"{name}.__signature__ = {signature}\n"
+                        f'{name} = torch.library.{self.style.value}("{OP_NAMESPACE}::{name}", {name}, mutates_args={mutates!r})')
 
     def _autograd(self, name: str) -> None:
         from harness.execution import wrapping
@@ -508,20 +527,11 @@ def _(*shapes, out_shape=None, **kwargs):
         backward = self.backward_call()
         if case.backward.kernels:  # the backward's kernels get their own operator of the same style
             back_name = f"{case.name}_backward_{style.value}"
-            params, returns = _signature(case.backward_signature)
-            if "typing." in params + returns:
-                self.source.imports.add("typing")
-            decorator = "triton_op" if style is Wrapping.TRITON_OP else "custom_op"
-            self.source.add(f'''
-@torch.library.{decorator}("{OP_NAMESPACE}::{back_name}", mutates_args=())
-def {back_name}({params}){returns}:
-    return {self.backward_call(wrap=style is Wrapping.TRITON_OP)}''')
+            self._operator_body(back_name, case.backward.launch, case.backward.kernels, "backward.kernels", "case.backward_signature", ())
             if style is Wrapping.CUSTOM_OP:
-                self.source.add(f'''
-@{back_name}.register_fake
-def _(grad, {self.args}):
-    grads = tuple(torch.empty_like(x) for x in ({self.args},) if isinstance(x, torch.Tensor))
-    return grads[0] if len(grads) == 1 else grads''')
+                self.source.add(_embedded(wrapping.backward_fake))
+                self.source.add(f"def _backward_fake(grad, *inputs):\n    return backward_fake(grad, *inputs)\n\n\n"
+                                f"_backward_fake.__signature__ = case.backward_signature\n{back_name}.register_fake(_backward_fake)")
             backward = f"torch.ops.{OP_NAMESPACE}.{back_name}(grad, {self.args})"
         # The chart's own registration (wrapping.OPERATOR_AUTOGRAD_SOURCE), its free names bound as the chart binds them.
         self.source.add(f"def backward_of(grad, {self.args}):\n    return {backward}")

@@ -143,7 +143,13 @@ def {name}(*_tcm_inputs):
 
 _TRITON_OP_GLOBALS_TEMPLATE = """
 def {name}(*_tcm_inputs):
-    return _tcm_rebound(_tcm_launch, _tcm_kernels, {wrapped})(*_tcm_inputs)
+    return _tcm_rebound(_tcm_launch, {{{bound}}})(*_tcm_inputs)
+"""
+
+# A custom_op's body calls the launcher as its callers do, on the kernels as they are (a namespace built once).
+_CUSTOM_OP_TEMPLATE = """
+def {name}(*_tcm_inputs):
+    return _tcm_launch({k}*_tcm_inputs)
 """
 
 
@@ -164,18 +170,30 @@ def _generated_module(name: str, source: str, title: str, **names: Any) -> dict[
     return run_as_module(f"tcm_generated.{name}", f"<triton-compat-matrix: {title}>", source, **names)
 
 
-def _triton_op_body(name: str, launch: Callable[..., Any], kernels: tuple[Any, ...]) -> Callable[..., Any]:
-    """The triton_op's body as users write it: each kernel named in a `wrap_triton(kernel)` call in the body.
-    torch finds a triton_op's kernels by reading that source (torch._library.triton.get_inner_triton_kernels)
-    and hashes them into AOTAutograd's cache key; a kernel reached only through an object built elsewhere
-    is invisible to it, and editing that kernel would not invalidate the cache."""
-    names = {kernel_name(kernel): kernel for kernel in kernels}
-    wrapped = ", ".join(f"{n}=wrap_triton({n})" for n in names)
-    template = _TRITON_OP_TEMPLATE if takes_namespace(launch) else _TRITON_OP_GLOBALS_TEMPLATE
-    source = template.format(name=name, wrapped=wrapped)
-    namespace = _generated_module(name, source, f"{name} triton_op", wrap_triton=torch.library.wrap_triton,
-                                  _tcm_launch=launch, _tcm_namespace=launcher_namespace, _tcm_rebound=_rebound_by_name,
-                                  _tcm_kernels=kernels, **names)
+def operator_body_source(name: str, style: Wrapping, launch: Callable[..., Any], kernels: tuple[Any, ...]) -> str:
+    """The source of an operator style's body, `name(*inputs)`. A triton_op's names each kernel in a
+    `wrap_triton(kernel)` call, as users write it: torch finds a triton_op's kernels by reading that source
+    (torch._library.triton.get_inner_triton_kernels) and hashes them into AOTAutograd's cache key; a kernel reached
+    only through an object built elsewhere is invisible to it, and editing that kernel would not invalidate the
+    cache. Its free names: `_tcm_launch`, each kernel under its own name, `wrap_triton`,
+    `_tcm_namespace`, `_tcm_rebound` and `_tcm_k`. The chart runs it in a module of its own; the reproducer
+    (harness.execution.reproducer) writes it and runs it the same way."""
+    names = [kernel_name(kernel) for kernel in kernels]
+    if style is Wrapping.CUSTOM_OP:
+        return _CUSTOM_OP_TEMPLATE.format(name=name, k="_tcm_k, " if takes_namespace(launch) else "")
+    if takes_namespace(launch):
+        return _TRITON_OP_TEMPLATE.format(name=name, wrapped=", ".join(f"{n}=wrap_triton({n})" for n in names))
+    return _TRITON_OP_GLOBALS_TEMPLATE.format(name=name, bound=", ".join(f"id({n}): wrap_triton({n})" for n in names))
+
+
+def operator_body_title(name: str, style: Wrapping) -> str:
+    return f"{name} {style.value}"
+
+
+def _operator_body(name: str, style: Wrapping, launch: Callable[..., Any], kernels: tuple[Any, ...]) -> Callable[..., Any]:
+    namespace = _generated_module(name, operator_body_source(name, style, launch, kernels), operator_body_title(name, style),
+                                  wrap_triton=torch.library.wrap_triton, _tcm_launch=launch, _tcm_namespace=launcher_namespace,
+                                  _tcm_rebound=rebound, _tcm_k=kernel_namespace(kernels), **{kernel_name(k): k for k in kernels})
     return namespace[name]
 
 
@@ -185,16 +203,10 @@ def _operator(
 ) -> Any:
     """A triton_op (kernels wrapped with wrap_triton, traced into) or a custom_op (opaque, with a fake)."""
     qualified = f"{OP_NAMESPACE}::{name}"
+    body = _signed(signature, name, _operator_body(name, style, launch, kernels))
     if style is Wrapping.TRITON_OP:
-        body = _triton_op_body(name, launch, kernels)
-        return torch.library.triton_op(qualified, _signed(signature, name, body), mutates_args=tuple(mutates))
-
-    call = plain_call(launch, kernels)
-
-    def body(*inputs: Any) -> Any:
-        return call(*inputs)
-
-    op = torch.library.custom_op(qualified, _signed(signature, name, body), mutates_args=tuple(mutates))
+        return torch.library.triton_op(qualified, body, mutates_args=tuple(mutates))
+    op = torch.library.custom_op(qualified, body, mutates_args=tuple(mutates))
     op.register_fake(_signed(signature, name, fake))
     return op
 
@@ -209,6 +221,12 @@ def _input_grads(tensor_grads: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(next(grads) if isinstance(x, torch.Tensor) else None for x in inputs)
 
 
+def backward_fake(grad: Any, *inputs: Any) -> Any:
+    """A backward operator's fake: an empty gradient for each tensor input."""
+    grads = tuple(torch.empty_like(x) for x in inputs if isinstance(x, torch.Tensor))
+    return grads[0] if len(grads) == 1 else grads
+
+
 def _backward_callable(case: Case, style: Wrapping) -> Callable[..., Any]:
     """backward(grad, *inputs) -> gradients of the tensor inputs, built in the given style."""
     assert case.backward is not None
@@ -220,8 +238,7 @@ def _backward_callable(case: Case, style: Wrapping) -> Callable[..., Any]:
     if style in OPERATOR_STYLES:
 
         def fake(grad: Any, *inputs: Any) -> Any:
-            grads = tuple(torch.empty_like(x) for x in inputs if isinstance(x, torch.Tensor))
-            return grads[0] if len(grads) == 1 else grads
+            return backward_fake(grad, *inputs)
 
         return _operator(f"{case.name}_backward_{style.value}", bwd.launch, bwd.kernels, style, frozenset(), fake,
                          case.backward_signature)

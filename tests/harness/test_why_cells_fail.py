@@ -4,6 +4,7 @@ check looks for in the reports, diffs and history (harness.reporting.why), and s
 
 import dataclasses
 import inspect
+import itertools
 import json
 import os
 import re
@@ -654,24 +655,32 @@ def test_repro_writes_a_python_file_for_a_built_in_cell(monkeypatch, tmp_path, c
 
 def test_every_row_kind_and_every_style_shipped_included_has_a_reproducer_made_of_the_charts_own_definitions():
     from harness.authoring import registry
+    from harness.execution import wrapping
     from harness.model.columns import Wrapping
     from harness.model.rows import Kind
 
-    cases = registry.load([os.path.join(ROOT, "tests", "harness", "planted_invisible.py")]).cases
-    case = cases["asks_the_device"]  # a launcher, a backward and a shipped op
+    planted = registry.load([os.path.join(ROOT, "tests", "harness", "planted_invisible.py")]).cases["asks_the_device"]  # a shipped op
+    layernorm = registry.load().cases["layernorm"]  # a backward with kernels of its own, the launchers taking `k`
     written: dict[Kind, set[Wrapping]] = {}
-    for row in Row:
-        for style in Wrapping:
-            if row.spec.applies(case, style):
-                continue
-            ran = ("float32 shape=(4, 8) seed=0",) if row.spec.kind is Kind.COMPILE else ()
-            text = reproducer.write(Cell(case.name, style, row), case, None, "pass", "here", "cpu", ran=ran)
-            compile(text, f"{row.value}-{style.value}", "exec")
-            assert "harness.execution" not in text and "harness.model" not in text, (row, style)
-            assert re.search(r"^\s*(artifact = |def artifact\(|def artifact_of\()", text, re.M), f"{row.value}: no path in {style.value}'s"
-            assert text.rstrip().endswith('print("\\nPASSED: the path ran and matched the reference")'), (row, style)
-            if row.spec.kind is Kind.TRAIN:  # the chart's training step itself, not a copy
-                assert inspect.getsource(training.step).strip() in text
-            written.setdefault(row.spec.kind, set()).add(style)
+    for case, row, style in itertools.product((planted, layernorm), Row, Wrapping):
+        if (style is Wrapping.SHIPPED and case.shipped is None) or row.spec.applies(case, style):
+            continue
+        ran = ("float32 shape=(4, 8) seed=0",) if row.spec.kind is Kind.COMPILE else ()
+        text = reproducer.write(Cell(case.name, style, row), case, None, "pass", "here", "cpu", ran=ran)
+        compile(text, f"{row.value}-{style.value}", "exec")
+        assert "harness.execution" not in text and "harness.model" not in text, (row, style)
+        assert re.search(r"^\s*(artifact = |def artifact\(|def artifact_of\()", text, re.M), f"{row.value}: no path in {style.value}'s"
+        assert text.rstrip().endswith('print("\\nPASSED: the path ran and matched the reference")'), (row, style)
+        if row.spec.kind is Kind.TRAIN:  # the chart's training step itself, not a copy
+            assert inspect.getsource(training.step).strip() in text
+        # The style as the chart builds it, from the same source: the Function, the operator's body and autograd.
+        if style is Wrapping.RAW_AUTOGRAD:
+            assert wrapping.function_source(case).strip() in text, row
+        if style in (Wrapping.TRITON_OP, Wrapping.CUSTOM_OP):
+            name = f"{case.name}_{style.value}" + ("_cpu_fallback" if row is Row.CPU_FALLBACK else "")
+            assert wrapping.operator_body_source(name, style, case.launch, case.kernels).strip() in text, (row, style)
+            if case.backward is not None:  # on every row, as the chart registers it
+                assert wrapping.OPERATOR_AUTOGRAD_SOURCE.strip() in text, (row, style)
+        written.setdefault(row.spec.kind, set()).add(style)
     assert set(written) == set(Kind), f"row kinds without a reproducer: {set(Kind) - set(written)}"
     assert set.union(*written.values()) == set(Wrapping), f"styles without a reproducer: {set(Wrapping) - set.union(*written.values())}"
