@@ -1,5 +1,4 @@
-"""What every cell of a runner starts from: torch's compiler configuration and the environment as they were before the
-runner's first cell.
+"""What every cell of a runner starts from: torch's compiler configuration and the environment as before its first cell.
 
 Dynamo's, Inductor's and functorch's configurations are the process's. A cell changes them through config.patch,
 undone when it ends, but torch itself changes some entries in place as it compiles (an AOTInductor build fills
