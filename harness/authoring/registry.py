@@ -6,6 +6,7 @@ A module that fails to import and a case that is malformed are problems to repor
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import importlib.util
@@ -15,7 +16,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from harness.model.errors import CaseError
 
@@ -177,6 +178,19 @@ def builtin(case: Case) -> bool:
     return case.module == BUILTIN or case.module.startswith(BUILTIN + ".")
 
 
+@contextlib.contextmanager
+def _environment_kept() -> Iterator[None]:
+    """The process's environment as it was before: checking a case runs its make_inputs, and a variable that sets is
+    the check's doing, not the module's import (which a program that imports the case runs too)."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        if dict(os.environ) != before:
+            os.environ.clear()
+            os.environ.update(before)
+
+
 def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
     """The well-formed cases of every module `specs` names, and a problem for each one left out."""
     loaded = Loaded(cases={}, problems=[])
@@ -187,7 +201,8 @@ def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
                 loaded.problems.append(CaseProblem(name, None, "defines no Case: assign one (or a list) at module level, e.g. CASE = Case(...)"))
             for case in cases:
                 try:
-                    case.check()
+                    with _environment_kept():
+                        case.check()
                 except CaseError as exc:
                     loaded.problems.append(CaseProblem(name, exc.case, str(exc).split(": ", 1)[1]))
                     continue

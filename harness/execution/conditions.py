@@ -96,10 +96,12 @@ CONDITIONS = (
               "the chart says whether a compiled graph traced into the kernel; with a key, Inductor's FX graph and "
               "AOTAutograd caches save and look up as in a new process, and never serve a graph another cell compiled"),
     Condition("what torch leaves in a process", ("environ:_TORCHINDUCTOR_PYOBJECT_TENSOR_DATA_PTR", "environ:CUDA_MODULE_LOADING",
+                                                 "environ:TRITON_PTXAS_PATH", "triton_knob:nvidia.ptxas",
                                                  "cuda:*", "dynamo:counters", "inductor_config:aot_inductor.metadata"),
-              "what torch sets in the process as it initializes CUDA, loads a C++ wrapper or builds an AOTInductor "
-              "package, as the cell so far or the device probe left it (an earlier cell's variables, the ptxas Inductor "
-              "points Triton at among them, are gone); Dynamo's counters of the cell so far",
+              "what torch sets in the process as it initializes CUDA, compiles a Triton kernel (torch's own ptxas for "
+              "Triton), loads a C++ wrapper or builds an AOTInductor package, as the cell so far or the device probe left "
+              "it (an earlier cell's variables are gone: the audit checks each cell's first inputs); Dynamo's counters of "
+              "the cell so far",
               "torch sets the same in any program at the same step; the runner initializes CUDA before its first cell "
               "(the dtype probe) and checks the GPU after each, and puts torch's configuration and the environment back "
               "before each cell (harness.execution.baseline)"),

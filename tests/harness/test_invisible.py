@@ -17,7 +17,7 @@ import textwrap
 import pytest
 import torch
 
-from harness.execution import conditions
+from harness.execution import baseline, conditions
 from harness.execution.helper_process import without_pytest
 from harness.model.rows import Kind, Row
 
@@ -25,7 +25,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ON_GPU = torch.cuda.is_available()
 SELECTION = "asks_" if ON_GPU else "asks_the_device and control"
 JOBS = str(max(2, os.cpu_count() or 2))  # the matrix's workers and the reproducers run at once: 2 in CI, 16 on the GPU runner
-# Each program writes down what it sees of its process at every new state (tests/harness/process_state.py).
+# Each program writes down what it sees of its process at every new state (tests/harness/process_state.py), and at
+# the first inputs of each cell, marked BEGINS; then it sets a variable of its own, as a library may.
+BEGINS = "begins_a_cell"
+SET_BY_THE_CASE = "PLANTED_CASE_SET_THIS"
 SEEING_CASES = '''
 """The planted idioms, their make_inputs also writing down what the case's code sees of its process."""
 import dataclasses
@@ -35,16 +38,21 @@ import os
 from tests.harness import planted_invisible, process_state
 
 SEEN = {seen!r}
+BEGINS = {begins!r}
+SET_BY_THE_CASE = {set_by_the_case!r}
 _last = {{}}
 
 
 def _seeing(make_inputs):
     def seen_and_made(shape, dtype, device, generator):
         state = process_state.snapshot()
-        if state != _last.get("state"):
+        cell = os.environ.get("TCM_PROFILE_CELL")  # the runner names the cell it serves
+        begins = cell != _last.get("cell")  # the cell's first inputs: nothing of the cell has run yet
+        if state != _last.get("state") or begins:
             with open(os.path.join(SEEN, f"{{os.getpid()}}.jsonl"), "a") as f:
-                f.write(json.dumps(state) + "\\n")
-            _last["state"] = state
+                f.write(json.dumps({{**state, BEGINS: begins}}) + "\\n")
+            _last["state"], _last["cell"] = state, cell
+        os.environ[SET_BY_THE_CASE] = "1"  # as a library may set one, once it runs: the cell's own, gone by the next
         return make_inputs(shape, dtype, device, generator)
     return seen_and_made
 
@@ -60,7 +68,7 @@ def idioms(tmp_path_factory):
     seen = folder / "seen"
     seen.mkdir()
     cases = folder / "seeing_cases.py"
-    cases.write_text(textwrap.dedent(SEEING_CASES.format(seen=str(seen))))
+    cases.write_text(textwrap.dedent(SEEING_CASES.format(seen=str(seen), begins=BEGINS, set_by_the_case=SET_BY_THE_CASE)))
     env = {**without_pytest(os.environ), "PYTHONPATH": ROOT}
     run = subprocess.run([sys.executable, "-m", "harness", "run", "-n", JOBS, "-q", "-p", "no:cacheprovider", f"--cases={cases}",
                           f"--report-dir={folder / 'reports'}", "-k", SELECTION],
@@ -110,10 +118,16 @@ def test_a_runner_differs_from_a_fresh_python_that_imports_the_case_only_in_the_
     alone = json.loads(fresh.stdout.strip().splitlines()[-1])
     unexplained = {}
     for state in in_runners:
-        for key in sorted(set(state) | set(alone)):
+        for key in sorted((set(state) | set(alone)) - {BEGINS, f"environ:{SET_BY_THE_CASE}"}):  # the case's own, checked below
             if state.get(key) != alone.get(key) and conditions.deliberate(key) is None:
                 unexplained[key] = (state.get(key), alone.get(key))
     assert not unexplained, "\n".join(f"{k}: in a runner {v[0]!r}, alone {v[1]!r}" for k, v in unexplained.items())
+    # What the case's code or torch (once a process, as a cell compiles) sets is the cell's own: no cell begins with an
+    # earlier cell's.
+    begun = [s for s in in_runners if s[BEGINS]]
+    assert begun, "no snapshot at a cell's first inputs"
+    for name in (SET_BY_THE_CASE, *(name for _, _, names in baseline.ONCE_A_PROCESS for name in names)):
+        assert {s.get(f"environ:{name}") for s in begun} == {alone.get(f"environ:{name}")}, name
 
 
 def test_the_docs_list_the_conditions_a_cell_runs_under():
