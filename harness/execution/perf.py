@@ -4,6 +4,7 @@ does wrapping or compiling cost speed?"""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from typing import Any, Callable
@@ -13,6 +14,7 @@ from triton.testing import do_bench
 
 from harness.authoring.case import Case, Example, dtype_name
 from harness.model.errors import described
+from harness.model.outcome import Perf
 
 
 def benchmark_dtype(case: Case) -> torch.dtype:
@@ -40,16 +42,15 @@ def measure(
     check: Callable[[Any, torch.dtype, tuple[Any, ...]], None],
     call: Callable[[Any, tuple[Any, ...]], Any],
     device: str,
-) -> dict[str, Any]:
+) -> Perf:
     """Time the artifact on the benchmark input, after checking its output there against the reference."""
     dtype = benchmark_dtype(case)
     example = Example(dtype, case.benchmark_shape, seed=0)
     inputs = make_inputs(example)
     artifact = artifact_for(dtype)
-    figures: dict[str, Any] = {"shape": list(case.benchmark_shape), "dtype": dtype_name(dtype)}
+    at = Perf(shape=list(case.benchmark_shape), dtype=dtype_name(dtype))
     try:
         check(artifact, dtype, inputs)
-        figures["median_ms"] = median_ms(lambda: call(artifact, inputs), device)
+        return dataclasses.replace(at, median_ms=median_ms(lambda: call(artifact, inputs), device))
     except Exception as exc:  # a failure only at the benchmark size: recorded beside the figure, not hidden
-        figures["error"] = described(exc)[:300]
-    return figures
+        return dataclasses.replace(at, error=described(exc)[:300])

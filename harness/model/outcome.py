@@ -120,6 +120,25 @@ class Memory:
     gpu_reserved_mb: float | None = None  # the caching allocator's pool after the cell
 
 
+@dataclass(frozen=True)
+class Perf:
+    """A cell's speed (`--perf`, harness.execution.perf): its artifact's median latency on the case's benchmark input,
+    or what it raised there, at that shape and dtype."""
+
+    shape: list[int]
+    dtype: str
+    median_ms: float | None = None
+    error: str | None = None  # a failure only at the benchmark size: recorded beside the figure, not hidden
+
+    def to_json(self) -> dict[str, Any]:
+        """As results files keep it: the figure or the error, whichever there is."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Perf:
+        return cls(shape=list(data["shape"]), dtype=data["dtype"], median_ms=number(data.get("median_ms")), error=data.get("error"))
+
+
 @dataclass
 class CellResult:
     """What one cell gave. Built only as CellResult(cell, outcome, ...); its case, wrapping and row are the cell's."""
@@ -153,7 +172,7 @@ class CellResult:
     timings: Timings = field(default_factory=Timings)
     memory: Memory = field(default_factory=Memory)
     worker: str | None = None  # the pytest worker that ran it
-    perf: dict[str, Any] | None = None  # with --perf: the artifact's median latency on a realistic input
+    perf: Perf | None = None  # with --perf: the artifact's median latency on a realistic input
 
     @property
     def case(self) -> str:
@@ -175,7 +194,7 @@ class CellResult:
         data.update(outcome=self.outcome.value, stage=self.stage.value if self.stage else None,
                     fault=self.fault.value if self.fault else None,
                     kernel_in_graph=self.kernel_in_graph.value if self.kernel_in_graph else None,
-                    timings=asdict(self.timings), memory=asdict(self.memory))
+                    timings=asdict(self.timings), memory=asdict(self.memory), perf=self.perf.to_json() if self.perf else None)
         return strict({**head, **data})  # a non-finite max_error as its name: results files are strict JSON
 
     @classmethod
@@ -190,8 +209,7 @@ class CellResult:
         data["timings"] = Timings.from_json(data.get("timings", {}))
         data["memory"] = Memory(**(data.get("memory") or {}))
         data["max_error"] = number(data.get("max_error"))
-        if data.get("perf"):
-            data["perf"] = {key: number(value) for key, value in data["perf"].items()}
+        data["perf"] = Perf.from_json(data["perf"]) if data.get("perf") else None
         return cls(**data)
 
 

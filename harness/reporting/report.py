@@ -258,8 +258,8 @@ def _speed_section(results: Results) -> list[str]:
     rows = speed_table(results.cells)
     if not rows:
         return []
-    shapes = sorted({f"{c.case} {tuple(c.perf['shape'])} {c.perf['dtype']}" for c in results.cells if c.perf})
-    errors = [c for c in results.cells if c.perf and "error" in c.perf]
+    shapes = sorted({f"{c.case} {tuple(c.perf.shape)} {c.perf.dtype}" for c in results.cells if c.perf})
+    errors = [c for c in results.cells if c.perf and c.perf.error is not None]
     lines = [
         "## Speed vs eager (`--perf`)",
         "",
@@ -274,18 +274,18 @@ def _speed_section(results: Results) -> list[str]:
         "",
     ]
     if errors:
-        lines += [f"- `{c.cell.id}` failed at the benchmark size: {cell_text(c.perf['error'])}" for c in errors] + [""]
+        lines += [f"- `{c.cell.id}` failed at the benchmark size: {cell_text(c.perf.error)}" for c in errors if c.perf] + [""]
     return lines
 
 
 def speedup(cell: CellResult, by_cell: dict[Cell, CellResult]) -> float | None:
     """The speed baseline's latency / this cell's (`--perf`): above 1 is faster than the raw kernel in eager."""
-    if not cell.perf or "median_ms" not in cell.perf:
+    if not cell.perf or cell.perf.median_ms is None:
         return None
     base = by_cell.get(cell.cell.speed_baseline())
-    if base is None or not base.perf or "median_ms" not in base.perf or cell.perf["median_ms"] <= 0:
+    if base is None or not base.perf or base.perf.median_ms is None or cell.perf.median_ms <= 0:
         return None
-    return base.perf["median_ms"] / cell.perf["median_ms"]
+    return base.perf.median_ms / cell.perf.median_ms
 
 
 def speed_table(cells: list[CellResult]) -> list[list[str]]:

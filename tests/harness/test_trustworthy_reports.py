@@ -12,7 +12,7 @@ import pytest
 
 from harness.model.cell import Cell
 from harness.model.jsontext import loads_strict
-from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.outcome import CellResult, Outcome, Perf, Stage
 from harness.model.results import VERSION, Results, load, save, write_atomic
 from harness.plugin.report_lock import HOLDER_FILE, LOCK_FILE, ReportFolderLock
 from harness.reporting import report
@@ -30,7 +30,7 @@ def _wrong(cell_id, max_error, perf=None):
 
 def test_non_finite_numbers_are_written_as_their_names_in_strict_json_and_read_back_as_numbers(tmp_path):
     path = tmp_path / "results.json"
-    timed = {"shape": [8], "dtype": "float32", "median_ms": math.nan}
+    timed = Perf(shape=[8], dtype="float32", median_ms=math.nan)
     save(Results(fingerprint=FINGERPRINT, cells=[_wrong("add-raw-eager", math.inf, timed), _wrong("add-raw-compile_default", -math.inf, timed),
                                                  _wrong("add-triton_op-eager", math.nan), _wrong("add-custom_op-eager", 0.5)]), str(path))
     text = path.read_text()
@@ -41,7 +41,7 @@ def test_non_finite_numbers_are_written_as_their_names_in_strict_json_and_read_b
     errors = {c.cell.id: c.max_error for c in load(str(path)).cells}
     assert errors["add-raw-eager"] == math.inf and errors["add-raw-compile_default"] == -math.inf
     assert math.isnan(errors["add-triton_op-eager"]) and errors["add-custom_op-eager"] == 0.5
-    assert math.isnan(load(str(path)).by_cell()[Cell.parse("add-raw-eager")].perf["median_ms"])
+    assert math.isnan(load(str(path)).by_cell()[Cell.parse("add-raw-eager")].perf.median_ms)
     # What a report shows of them is unchanged.
     assert "WRONG (max err inf)" in report.matrix(load(str(path)))
 
