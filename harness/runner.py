@@ -1,11 +1,11 @@
 """Cells run in a separate process, so a segfault, abort, hang or broken CUDA context costs one cell.
 
-One runner process serves many cells: torch and triton are imported once, not once per cell. It is
-replaced after a crash, a timeout, or a cell that leaves the GPU unusable, and after
-`cells_per_process` cells when that is set (1 gives every cell a fresh process). Once a runner has had to
-be replaced, a standby process is started beside each later one and takes over at once, so the next
-replacement costs no start-up time. The first runner has none: most runs never replace a runner, and on a
-machine with few cores a standby importing torch beside every pytest worker slows the cells that run. Given the run's
+A runner process serves `cells_per_process` cells (the matrix gives each cell its own: a library's process-level
+state, such as FlagGems's LibEntry kernel cache filled by an earlier cell's launches, changed what Dynamo traced in the
+next cell), or, without it, every cell until a crash, a timeout, or a cell that leaves the GPU unusable. A standby
+process is started beside each runner that will be replaced, and takes over at once, so a replacement costs no
+start-up time; without `cells_per_process`, only once one has had to be replaced (on a machine with few cores a
+standby beside every pytest worker slows the cells that run). Given the run's
 runner template (harness.execution.runner_template), runner processes are forked from it, the harness and the cases
 already imported; else from the run's zygote (harness.execution.zygote), torch and triton already imported, as their
 helper processes are; else (or where neither can serve) each is started with subprocess.
@@ -306,7 +306,8 @@ class Runner:
 
     def _on_result(self, watch: _Watch, event: dict[str, Any]) -> None:
         watch.result = CellResult.from_json(event["result"])
-        self._served += 1
+        if event["ran_case_code"]:  # a cell its row does not apply to leaves the process as it found it
+            self._served += 1
         watch.deadline = time.monotonic() + HEALTH_CHECK_S  # the health check follows
 
     def _on_healthy(self, watch: _Watch, event: dict[str, Any]) -> None:
@@ -482,7 +483,7 @@ def main(case_modules: list[str]) -> None:
         request = json.loads(line)
         cell = Cell.parse(request["cell"])
         settings = Settings.from_json(request["settings"])
-        case = cases.get(cell.case)
+        case, ran_case_code = cases.get(cell.case), False
         if case is None:
             result = CellResult(cell, Outcome.ERROR, stage=Stage.SETUP, fault=Fault.HARNESS,
                                 message=f"no case named {cell.case!r} in {case_modules}")
@@ -492,10 +493,12 @@ def main(case_modules: list[str]) -> None:
             before = _memory_before(device)
             announce = lambda stage: send({"event": "stage", "stage": stage.value})  # noqa: E731
             os.environ[profiling.CELL_ENV] = cell.id  # the processes the cell starts profile themselves under its name
+            execution = Execution(cell, case, settings, device, announce=announce, broken_dtypes=broken)
             with profiling.profiled("runner"):
-                result = Execution(cell, case, settings, device, announce=announce, broken_dtypes=broken).run()
+                result = execution.run()
             result.memory = _memory_after(device, before)
-        send({"event": "result", "result": result.to_json()})
+            ran_case_code = execution.ran_case_code
+        send({"event": "result", "result": result.to_json(), "ran_case_code": ran_case_code})
         if not _health_check(device):
             send({"event": "unhealthy"})
             os._exit(3)

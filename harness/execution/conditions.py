@@ -1,9 +1,10 @@
 """The conditions a cell runs under. Each way a runner process differs, on purpose, from a fresh `python` that imports
 the case, with what code there sees and why; and what the audit finds the same.
 
-A cell must have the outcome its program has in a fresh interpreter. The runner is not one: it serves many cells, was
-forked from a process that imported torch and the harness for it, and keeps what a cell needs to be measured (its
-caches, its limits, its own main program). The invisibility audit (tests/harness/test_invisible.py) reads what a
+A cell must have the outcome its program has in a fresh interpreter. The runner is not one: it was forked from a process
+that imported torch, the harness and the cases for it, and keeps what a cell needs to be measured (its caches, its
+limits, its own main program). It serves one cell, so nothing a cell's code leaves in a process (a library's own
+caches) reaches another; with --cells-per-process it serves several, and the chart says so. The invisibility audit (tests/harness/test_invisible.py) reads what a
 case's code can see of the process, in a runner during cells and in a fresh `python`, and fails on any difference no
 condition here names. docs/how-cells-run.md's table is made from this list (`table`), and a test keeps them equal.
 """
@@ -36,7 +37,8 @@ CONDITIONS = (
     Condition("the runner is the main program", ("__main__", "argv0", "session_leader", "stdin.isatty", "stdout.isatty"),
               "`__main__` is harness.runner; stdin is the pipe its worker sends cells on, stdout and stderr its log; it "
               "leads a session of its own",
-              "one process serves a worker's cells, and a timeout kills its whole process group, compile workers included"),
+              "a worker's cells are sent to it one at a time (each to a process of its own unless --cells-per-process says "
+              "otherwise, and the chart then says so), and a timeout kills its whole process group, compile workers included"),
     Condition("a thread watches the worker", ("threads",),
               "one thread more than the program's own",
               "it ends the runner when the pytest worker that asked for it dies, so a kernel spinning on the GPU does not "

@@ -212,6 +212,9 @@ class Execution:
         self.processes = CellProcesses()  # what the cell's builds start and share (harness.execution.builders.Build.processes)
         self.program: Callable[..., Any] = case.reference
         self.reference: Callable[..., Any] = case.reference
+        # Whether the case's code ran in this process: a cell its row does not apply to leaves the process as it was,
+        # so the next cell may have it (harness.runner gives every cell that runs code a process of its own).
+        self.ran_case_code = False
 
     # -- the cell ------------------------------------------------------------------------------
 
@@ -220,6 +223,8 @@ class Execution:
         try:
             selection = applicability.select(self.cell, self.case, self.environment)
             self.case, self.result.dtypes_skipped = selection.case, selection.dtypes_skipped
+            # the case's `requires` is its code too, asked while selecting
+            self.ran_case_code = not selection.skipped or self.case.requires is not None
             if selection.skipped:
                 self.result.outcome, self.result.message = Outcome.SKIPPED, selection.skipped
             else:

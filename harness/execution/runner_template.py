@@ -71,9 +71,22 @@ def prepare(case_specs: list[str]) -> dict[str, Case]:
     return cases
 
 
+def _where(spec: importlib.machinery.ModuleSpec | None) -> str | None:
+    """A module's file (a namespace package's folders), as an import finds it."""
+    if spec is None:
+        return None
+    return spec.origin if spec.origin else str(list(spec.submodule_search_locations or []))
+
+
 def _found(name: str, path: list[str]) -> str | None:
-    spec = importlib.machinery.PathFinder.find_spec(name, path)
-    return spec.origin if spec is not None and spec.origin else (str(list(spec.submodule_search_locations or [])) if spec else None)
+    return _where(importlib.machinery.PathFinder.find_spec(name, path))
+
+
+def _imported_from(name: str) -> str | None:
+    """Where this process got a top-level module it imported: an editable install's own finder, not the path, finds
+    `harness` in a project's checkout, which a runner's path may then find there too."""
+    module = sys.modules.get(name)
+    return _where(getattr(module, "__spec__", None)) if module is not None else None
 
 
 def _refusal(specs: list[str], cwd: str, imported: dict[str, str | None], base_path: list[str], request: dict) -> str | None:
@@ -83,9 +96,9 @@ def _refusal(specs: list[str], cwd: str, imported: dict[str, str | None], base_p
     if request["cwd"] != cwd:
         return "its working directory differs from the one the cases were imported in"
     # A runner's path (as the interpreter's -m puts it) must find each module the cases' import imported where the
-    # template did.
+    # template got it; one its path does not find at all comes from the finders the template had (an editable install's).
     path = [request["cwd"], *(p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p), *base_path]
-    elsewhere = sorted(name for name, origin in imported.items() if _found(name, path) != origin)
+    elsewhere = sorted(name for name, origin in imported.items() if (found := _found(name, path)) is not None and found != origin)
     if elsewhere:
         return f"its PYTHONPATH finds {', '.join(elsewhere[:3])} elsewhere than the cases' import did"
     differ = [k for k in AS_PREPARED if request["env"].get(k) != os.environ.get(k)]
@@ -144,7 +157,7 @@ def main(argv: list[str]) -> int:
             importlib.import_module(module)
     prepare(specs)
     # Where this process found each top-level module it imported: a runner must find them there too.
-    imported = {name: _found(name, sys.path) for name in {m.partition(".")[0] for m in set(sys.modules) - before}}
+    imported = {name: _imported_from(name) for name in {m.partition(".")[0] for m in set(sys.modules) - before}}
     gc.collect()
     gc.freeze()
     why_not = zygote.unsafe_to_fork()

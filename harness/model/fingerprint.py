@@ -154,6 +154,9 @@ class Fingerprint(Record):
     git: GitCommit = field(default_factory=GitCommit)
     workers: int | None = None
     caches: str | None = None  # "fresh" or "reused from DIR": a reused cache can hide a compile failure
+    # Cells a runner process served before a fresh one took over: 1, each cell in a process of its own; 0, one process for
+    # all of a worker's cells but after a fault. None: recorded before it was, when cells shared a process (0)
+    cells_per_process: int | None = None
     command: str | None = None
     # The run's --cases, files and folders as absolute paths (harness.authoring.registry.resolved); none: the built-ins
     cases: list[str] = field(default_factory=list)

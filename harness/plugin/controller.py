@@ -32,7 +32,17 @@ from harness.model.outcome import CellResult, Fault, Outcome
 from harness.model.results import Results
 from harness.model.settings import PROFILES
 from harness.plugin import estimate
-from harness.plugin.options import DEFAULT_REPORT_DIR, PARTIAL, case_specs, loaded, profile_name, run_caches, run_packages, shard_of
+from harness.plugin.options import (
+    DEFAULT_REPORT_DIR,
+    PARTIAL,
+    case_specs,
+    cells_per_process,
+    loaded,
+    profile_name,
+    run_caches,
+    run_packages,
+    shard_of,
+)
 from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
 from harness.plugin.status import result_of
 from harness.reporting import report
@@ -335,6 +345,7 @@ class MatrixController:
         fingerprint.cases = [registry.resolved(spec) for spec in self.config.getoption("cases") or []]
         fingerprint.vec_isa = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))
         fingerprint.runner_threads = runner_threads(fingerprint.workers or 1)
+        fingerprint.cells_per_process = cells_per_process(self.config)
         fingerprint.autotune_timing = autotune_timing.DESCRIBED[autotune_timing.chosen(self.config.getoption("perf"))]
         part = shard_of(self.config)
         if part is not None:  # `harness report` checks that the parts it merges are all of them

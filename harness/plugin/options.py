@@ -16,7 +16,7 @@ DEFAULT_REPORT_DIR = "reports"
 PARTIAL = "partial"  # where a run of part of the matrix writes, under the default report directory
 
 # The options that only mean something to the matrix, with the value that says "not given".
-MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": 0,
+MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": None,
                    "cache_dir": None, "runner_logs": None, "profile_dir": None, "perf": False, "baseline": None, "accept": False, "shard": None,
                    "shard_timings": None, "cells_must_pass": False}
 _LOADED = pytest.StashKey[registry.Loaded]()
@@ -36,8 +36,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="how many hypothesis examples a cell checks (default: matrix with a CUDA device, quick without one)")
     group.addoption("--cell-timeout", action="append", default=[], metavar="[ROW=]S",
                     help="seconds a cell may take: S for every cell, ROW=S for a path or kind (aoti=1800); repeatable")
-    group.addoption("--cells-per-process", type=int, default=0,
-                    help="replace the runner process after this many cells (1: a fresh process per cell; 0: only after a fault)")
+    group.addoption("--cells-per-process", type=int, default=None,
+                    help="cells a runner process serves before a fresh one takes over (1: each cell in a process of its own, "
+                         "as a new interpreter runs it, the default with a CUDA device; N > 1, or 0 for only after a fault, the "
+                         "default on Triton's CPU interpreter: faster, but what a cell's code leaves in its process, such as a "
+                         "library's own kernel cache, reaches the next cells, and the reports say so)")
     group.addoption("--cache-dir", default=None, metavar="DIR",
                     help="reuse the Inductor and Triton compile caches in DIR, kept between runs "
                          "(default: fresh caches for every run, so an old cache cannot hide a compile failure)")
@@ -99,6 +102,19 @@ def profile_name(config: pytest.Config) -> str:
     import torch  # here, not at the top: the torch-free tools (report, diff) import these options' names
 
     return DEFAULT_PROFILE if torch.cuda.is_available() else INTERPRETER_PROFILE
+
+
+def cells_per_process(config: pytest.Config) -> int:
+    """Cells a runner process serves: the number chosen, else 1 with a CUDA device (each cell in a process of its own, so
+    nothing an earlier cell's code left in a process reaches it) and 0 on Triton's CPU interpreter (one process for a
+    worker's cells, replaced after a fault). On the CPU a process per cell made the matrix more than twice as long, every
+    compiling cell paying a process's first compile again; the interpreter's chart tests the harness, and says so."""
+    chosen = config.getoption("cells_per_process")
+    if chosen is not None:
+        return chosen
+    import torch  # here, not at the top: the torch-free tools (report, diff) import these options' names
+
+    return 1 if torch.cuda.is_available() else 0
 
 
 def case_specs(config: pytest.Config) -> list[str]:

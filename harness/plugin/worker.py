@@ -16,7 +16,17 @@ from harness.model.outcome import CellResult
 from harness.model.results import load
 from harness.model.rows import parse_timeouts, timeout_for
 from harness.model.settings import PROFILES, Settings
-from harness.plugin.options import WORKER, case_specs, loaded, profile_name, run_caches, run_packages, run_runner_template, run_zygote
+from harness.plugin.options import (
+    WORKER,
+    case_specs,
+    cells_per_process,
+    loaded,
+    profile_name,
+    run_caches,
+    run_packages,
+    run_runner_template,
+    run_zygote,
+)
 from harness.plugin.status import attach
 from harness.reporting.diff import accept_command, against_baseline
 from harness.runner import Runner, runner_env
@@ -48,7 +58,7 @@ class MatrixWorker:
             env = runner_env(workdir, worker, run_caches(self.config), workers=worker_count(), perf=self.config.getoption("perf"),
                              profile_dir=self.config.getoption("profile_dir"))
             self._runner = Runner(case_specs(self.config), workdir, env=env,
-                                  cells_per_process=self.config.getoption("cells_per_process") or None, zygote=run_zygote(self.config),
+                                  cells_per_process=cells_per_process(self.config) or None, zygote=run_zygote(self.config),
                                   template=run_runner_template(self.config))
         return self._runner
 

@@ -45,6 +45,7 @@ def _environment_lines(results: Results) -> list[str]:
         f"{fp.time}, {fp.workers} workers"
         f"{f' (CPU threads per runner: {t})' if (t := fp.runner_threads) else ''}, wall time {results.wall_time_s or 0:.0f} s",
         f"- command: `{_shortened(str(fp.command))}`; compile caches: {fp.caches or 'fresh'}",
+        f"- {_processes(fp.cells_per_process)}",
     ]
     if fp.autotune_timing:  # recorded since the timing budget; runs before it timed in full
         lines.append(f"- autotuning in the cells: {fp.autotune_timing}")
@@ -75,6 +76,16 @@ def _shortened(command: str) -> str:
     if len(command) <= COMMAND_SHOWN:
         return command
     return f"{command[:COMMAND_SHOWN]} ... ({len(command)} characters in all, in results.json)"
+
+
+def _processes(cells_per_process: int | None) -> str:
+    """How cells shared runner processes: only in a process of its own is a cell's outcome its program's in a new
+    interpreter, with nothing an earlier cell's code left in the process (a library's kernel cache, say)."""
+    if cells_per_process == 1:
+        return "runner processes: a fresh one for every cell"
+    shared = f"up to {cells_per_process} cells" if cells_per_process else "all of a worker's cells (but after a fault)"
+    return (f"runner processes: {shared} shared one, so what a cell's code left in its process could reach the next "
+            "(run with --cells-per-process=1 for a chart of cells each in a new process)")
 
 
 def _verdict_text(passed: int, total: int) -> str:

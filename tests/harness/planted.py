@@ -192,6 +192,19 @@ def _copy_then(action):
     return launch
 
 
+# What a library keeps for the life of its process (a kernel cache, a counter): here, its launches since the process began.
+_LAUNCHES_IN_THIS_PROCESS = [0]
+WORN_AFTER = 5  # more launches than one eager cell of the quick profile makes (its two examples and the plain-eager call)
+
+
+def _copy_until_worn(k, x: torch.Tensor) -> torch.Tensor:
+    """Right until its process has launched it WORN_AFTER times, then off by one: a cell that shares its process with
+    earlier cells of the case meets what they left there; in a process of its own it passes, as in a new interpreter."""
+    _LAUNCHES_IN_THIS_PROCESS[0] += 1
+    out = _launch_with("copy_kernel")(k, x)
+    return out if _LAUNCHES_IN_THIS_PROCESS[0] <= WORN_AFTER else out + 1
+
+
 def _launch_then_raise(kernel_name):
     launch = _launch_with(kernel_name)
 
@@ -349,6 +362,7 @@ CASES = [
     _planted("planted_sums_in_fp32", row_sum_kernel, _row_sum_launcher(64), **ROW_SUM),
     _planted("planted_sums_half_the_row", row_sum_kernel, _row_sum_launcher(32), **ROW_SUM),
     _planted("planted_ok", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_identity_backward)),
+    _planted("planted_wears_out_its_process", copy_kernel, _copy_until_worn),
     _planted("planted_traceable", copy_kernel, _launch_traceable, reference=lambda x: x * 2 + 1,
              backward=Backward(_doubling_backward)),
     _planted("planted_transposed_output", copy_kernel, _double_into_alike, reference=lambda x: x * 2, make_inputs=_transposed,

@@ -56,6 +56,26 @@ HEALTHY = [f"planted_ok-{w}-eager" for w in ("raw", "triton_op", "custom_op", "c
 COMPILED = ["planted_raises_at_trace-raw-compile_fullgraph"]
 
 
+def test_each_cell_runs_in_a_process_of_its_own_so_what_a_library_keeps_in_its_process_never_reaches_the_next(tmp_path):
+    # planted_wears_out_its_process goes wrong once its process has launched it WORN_AFTER times, which no one eager cell
+    # of it does: as FlagGems's kernel cache, filled by an earlier cell, changed what Dynamo traced in the next.
+    # With a CUDA device that is the default; on the interpreter, whose chart tests the harness, cells share a process.
+    selection = "planted_wears_out_its_process and eager and not train"
+    own = [] if ON_GPU else ["--cells-per-process=1"]
+    proc, results, reports = run_matrix(tmp_path / "own", selection, workers=0, extra=own)
+    cells = outcomes(results)
+    assert len(cells) == 5 and {c["outcome"] for c in cells.values()} == {"pass"}, proc.stdout[-3000:]
+    assert results["fingerprint"]["cells_per_process"] == 1
+    assert "runner processes: a fresh one for every cell" in (reports / "MATRIX.md").read_text()
+
+    proc, results, reports = run_matrix(tmp_path / "shared", selection, workers=0, extra=["--cells-per-process=0"] if ON_GPU else [])
+    assert results["fingerprint"]["cells_per_process"] == 0
+    shared = outcomes(results)
+    worn = [c for c in shared.values() if c["outcome"] == "wrong"]  # the planted state is real: a shared process shows it
+    assert worn and all("differs from the reference" in c["message"] for c in worn), proc.stdout[-3000:]
+    assert "what a cell's code left in its process could reach the next" in (reports / "MATRIX.md").read_text()
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="kills a process by pid")
 def test_every_fault_in_one_run_is_recorded_and_no_cell_is_lost(tmp_path):
     """Seven faults and a case module that fails to import, in one run with two workers: each fault is its own
