@@ -382,6 +382,16 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 # -- the child process --------------------------------------------------------------------------
 
 
+def _start_cuda() -> None:
+    """CUDA's start (the driver, the device's context, torch's allocator: 1-4 s where twenty processes start at once)
+    made before the runner says it is ready, while it waits as a standby, not inside its cell. A program's first CUDA
+    call does the same; the cell's code finds CUDA started, as the condition "what torch leaves in a process" says."""
+    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
+
+    torch.empty(1, device="cuda")
+    torch.cuda.synchronize()
+
+
 def _health_check(device: str) -> bool:
     """Can this process still use the GPU? (Run after _memory_after, which synchronized and freed.)"""
     import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
@@ -468,6 +478,9 @@ def main(case_modules: list[str]) -> None:
         vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)  # its checks forked from the zygote
     broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
     phase("dtype probe")
+    if device == "cuda":
+        _start_cuda()
+        phase("CUDA")
     configs, environment = ConfigBaseline(), EnvironmentBaseline(started)  # what every cell starts from
     # torch's import leaves millions of long-lived objects: the collection after every cell need not
     # walk them (it took 0.4-0.8 s a cell on the GPU runner).

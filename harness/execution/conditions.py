@@ -88,7 +88,8 @@ CONDITIONS = (
               "each config still runs on the cell's tensors, with its hooks; which is fastest is not what a cell checks, "
               "and timing in full took most of the matrix's time. The config chosen can differ, as it can between two runs"),
     Condition("modules imported before the case", ("modules.loaded",),
-              "torch, Triton, Inductor's compiler, export's tracer and the harness are imported before the case module",
+              "torch, Triton, Inductor's compiler, export's tracer and the harness are imported before the case module, and "
+              "Triton's key of its own installation computed (triton_key: a hash of its files)",
               "imported once for the run rather than once per runner; a program imports the same modules at its first "
               "compile. Their imports ask torch for the device through torch itself (harness.execution.zygote.gpus_known), "
               "so no torch function is replaced and Dynamo's tables hold torch's own"),
@@ -104,8 +105,8 @@ CONDITIONS = (
               "Triton), loads a C++ wrapper or builds an AOTInductor package, as the cell so far or the device probe left "
               "it (an earlier cell's variables are gone: the audit checks each cell's first inputs); Dynamo's counters of "
               "the cell so far",
-              "torch sets the same in any program at the same step; the runner initializes CUDA before its first cell "
-              "(the dtype probe) and checks the GPU after each, and puts torch's configuration and the environment back "
+              "torch sets the same in any program at the same step; the runner starts CUDA before its cell (while it waits as "
+              "a standby) and checks the GPU after each, and puts torch's configuration and the environment back "
               "before each cell (harness.execution.baseline)"),
 )
 

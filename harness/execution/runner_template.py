@@ -138,6 +138,15 @@ def _record_the_dtype_probe(runners: socket.socket) -> None:
         os._exit(0)
 
 
+def _hash_triton_once() -> None:
+    """Triton's key of its own installation (the hash of its sources and libtriton, which every kernel's cache key
+    holds): a process's first Triton compile or launch computes it, 0.3-0.8 s, and keeps it for the process. Computed
+    here, each runner forked has it: the same value, from the same files, as a new interpreter computes."""
+    from triton.runtime import cache
+
+    cache.triton_key()
+
+
 def _begin_runner() -> None:
     global serving
     serving = True
@@ -156,6 +165,7 @@ def main(argv: list[str]) -> int:
         for module in (*CELLS_CODE, *FIRST_COMPILE):  # a runner imports FIRST_COMPILE at its first compile, not before its first cell
             importlib.import_module(module)
     prepare(specs)
+    _hash_triton_once()
     # Where this process found each top-level module it imported: a runner must find them there too.
     imported = {name: _imported_from(name) for name in {m.partition(".")[0] for m in set(sys.modules) - before}}
     gc.collect()
