@@ -205,7 +205,7 @@ class Execution:
         self.device = cell.row.spec.device or device
         self.environment = applicability.RunEnvironment.here(device, settings.profile, broken_dtypes)
         self.result = CellResult(cell, Outcome.PASS)
-        self.made: list[str] = []  # the inputs made, in order (CellResult.ran)
+        self.made: list[str] = []  # the inputs checked, in order (CellResult.ran)
         self.training = cell.row.spec.kind is Kind.TRAIN
         self.observer = GraphObserver()
         self.artifacts: dict[tuple[torch.dtype, frozenset[str]], Callable[..., Any] | None] = {}
@@ -427,8 +427,10 @@ class Execution:
         except Exception as exc:
             raise _failure(Stage.RUN, exc, called=True) from exc
 
-    def inputs(self, example: Example) -> tuple[Any, ...]:
-        if len(self.made) < RAN_KEPT:
+    def inputs(self, example: Example, built_with: bool = False) -> tuple[Any, ...]:
+        """The example's inputs; recorded in order (CellResult.ran) unless the path is only `built_with` them: the
+        reproducer builds its path on the same input itself, and never checks it."""
+        if not built_with and len(self.made) < RAN_KEPT:
             self.made.append(str(example))
         with self.case_code(Stage.SETUP):
             return self.case.inputs(example, self.device)
@@ -455,7 +457,7 @@ class Execution:
         None on its own there): the examples of that structure are not checked on this row, and the result says so."""
         key = (dtype, absent)
         if key not in self.artifacts:
-            inputs = self.inputs(Example(dtype, self.case.example_shape, seed=0, absent=absent & self.case.optional_inputs))
+            inputs = self.inputs(Example(dtype, self.case.example_shape, seed=0, absent=absent & self.case.optional_inputs), built_with=True)
             if self.structure(inputs) != absent:
                 self.artifacts[key] = None
                 self.result.unchecked.append(f"{dtype_name(dtype)} with {', '.join(sorted(absent)) or 'no input'} None: "

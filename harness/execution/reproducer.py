@@ -336,7 +336,7 @@ Written by `python -m harness repro {cell.id}`.
 
 
 def _replay(examples: list[Example], path: str) -> list[str]:
-    """The inputs the cell made before its smallest failing one, run in the same order: what the path compiled and
+    """The inputs the cell checked before its smallest failing one, run in the same order: what the path compiled and
     cached for each (a recompile, a cache entry) can decide what it does with the next."""
     if not examples:
         return []
@@ -344,7 +344,7 @@ def _replay(examples: list[Example], path: str) -> list[str]:
                        for e in examples)
     settings = [f"if hasattr(torch._dynamo.config, {name!r}):\n    torch._dynamo.config.{name} = {value!r}"
                 for name, value in conditions.DYNAMO_FOR_MANY_EXAMPLES.items()]
-    return ["# The inputs the cell made, in the order it made them, before its smallest failing one; Dynamo set as the",
+    return ["# The inputs the cell checked, in the order it checked them, before its smallest failing one; Dynamo set as the",
             "# cell's process was for so many calls of one compiled function (past its default recompile limit of 8 it",
             "# would run the rest eagerly, or, with fullgraph=True, fail).",
             *settings, f"RAN = [\n{rows},\n]", "for dtype, shape, seed, scalars, absent in RAN:",

@@ -152,8 +152,9 @@ class CellResult:
     max_error: float | None = None
     mismatched: str | None = None  # "12 of 4096 elements"
     example: str | None = None  # smallest failing example hypothesis found
-    # The inputs the cell made, in order (str(Example)), kept where it did not pass: its reproducer replays them, since
-    # what the path does with an example can depend on what it compiled or cached for those before it.
+    # The inputs the cell checked, in order (str(Example)), kept where it did not pass: its reproducer replays them, since
+    # what the path does with an example can depend on what it compiled or cached for those before it. Not the input a
+    # path is built with (seed 0 at example_shape), which the reproducer builds with itself and the cell never checks.
     ran: list[str] = field(default_factory=list)
     examples_run: int = 0
     dtypes: list[str] = field(default_factory=list)

@@ -31,6 +31,8 @@ def test_wrong_result_is_wrong_with_error_and_smallest_example(run_planted):
     assert result.stage is Stage.RUN
     assert math.isclose(result.max_error, 1.0, rel_tol=1e-6)
     assert result.example == "float32 shape=(1,) seed=0"  # hypothesis shrank it to the smallest input
+    # what its reproducer replays: the inputs checked, not the one the path was built with, which it never checked
+    assert len(result.ran) == result.examples_run and result.example in result.ran
     assert "differs from the reference" in result.message
 
 
