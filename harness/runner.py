@@ -10,17 +10,16 @@ runner template (harness.execution.runner_template), runner processes are forked
 already imported; else from the run's zygote (harness.execution.zygote), torch and triton already imported, as their
 helper processes are; else (or where neither can serve) each is started with subprocess.
 
-Protocol: the parent writes one JSON request a line to the child's stdin; the child answers on its
-original stdout with JSON events (`ready`, `stage`, `result`, then `healthy` or `unhealthy`); the parent
-handles each event with a method of its own (`_on_<event>`), and a closed pipe (`eof`) or a deadline passed
-(`timeout`) are events too. The child's own stdout and stderr (kernels' prints, warnings, faulthandler
+Protocol (harness.model.messages): the parent writes a CellRequest a line to the child's stdin; the child answers on
+its original stdout with Events (`ready`, `stage`, `result`, then `healthy` or `unhealthy`); the parent handles each
+event with a method of its own (`_on_<kind>`), and a closed pipe (`eof`) or a deadline passed (`timeout`) are events
+too. The child's own stdout and stderr (kernels' prints, warnings, faulthandler
 dumps) go to a log file the parent reads on a crash.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import os
 import resource
 import select
@@ -48,6 +47,7 @@ from harness.execution.helper_process import (
 from harness.execution.zygote import DECIDE_ENV, FORKED_ENV, interpreter_env
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
+from harness.model.messages import CellRequest, Event, EventKind
 from harness.model.outcome import CellResult, Fault, Memory, Outcome, Stage
 from harness.model.settings import Settings
 
@@ -208,7 +208,7 @@ class Runner:
         self._served = 0
         self._starts += 1
         event = self._next_event(time.monotonic() + self.start_timeout)
-        if event is None or event["event"] != "ready":
+        if event is None or event.kind is not EventKind.READY:
             tail = self._log_tail(0)
             self.stop()
             raise RunnerDied(f"the runner process did not start: {event or 'no answer'}; log: {' | '.join(tail[-5:])}")
@@ -243,8 +243,8 @@ class Runner:
     def _alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def _next_event(self, deadline: float) -> dict[str, Any] | None:
-        """The next JSON event; {"event": "eof"} when the child closed its end (it died); None past the deadline."""
+    def _next_event(self, deadline: float) -> Event | None:
+        """The child's next event; an `eof` when the child closed its end (it died); None past the deadline."""
         assert self._proc and self._proc.stdout
         fd = self._proc.stdout.fileno()
         while b"\n" not in self._buffer:
@@ -256,10 +256,10 @@ class Runner:
                 return None
             chunk = os.read(fd, 65536)
             if not chunk:
-                return {"event": "eof"}
+                return Event(EventKind.EOF)
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        return Event.parse(line)
 
     def _log_tail(self, offset: int) -> list[str]:
         try:
@@ -280,15 +280,11 @@ class Runner:
             started = self._start()
         assert self._proc and self._proc.stdin
         watch = _Watch(cell, timeout, log_offset=os.path.getsize(self.log_path), deadline=time.monotonic() + timeout)
-        request = {"cell": cell.id, "settings": settings.to_json()}
-        self._proc.stdin.write((json.dumps(request) + "\n").encode())
+        self._proc.stdin.write(CellRequest(cell, settings).line())
         self._proc.stdin.flush()
         while not watch.done:
-            event = self._next_event(watch.deadline) or {"event": "timeout"}
-            handler = getattr(self, f"_on_{event['event']}", None)
-            if handler is None:
-                raise RuntimeError(f"the runner sent an unknown event: {event}")
-            handler(watch, event)
+            event = self._next_event(watch.deadline) or Event(EventKind.TIMEOUT)
+            getattr(self, f"_on_{event.kind.value}")(watch, event)
         result = watch.result
         assert result is not None
         if self.cells_per_process and self._served >= self.cells_per_process:
@@ -301,30 +297,34 @@ class Runner:
 
     # -- the runner's events, one method each ----------------------------------------------------
 
-    def _on_stage(self, watch: _Watch, event: dict[str, Any]) -> None:
-        watch.stage = Stage(event["stage"])
+    def _on_ready(self, watch: _Watch, event: Event) -> None:
+        raise RuntimeError(f"the runner said it was ready again, running {watch.cell.id}")
 
-    def _on_result(self, watch: _Watch, event: dict[str, Any]) -> None:
-        watch.result = CellResult.from_json(event["result"])
-        if event["ran_case_code"]:  # a cell its row does not apply to leaves the process as it found it
+    def _on_stage(self, watch: _Watch, event: Event) -> None:
+        assert event.stage is not None
+        watch.stage = event.stage
+
+    def _on_result(self, watch: _Watch, event: Event) -> None:
+        watch.result = event.result
+        if event.ran_case_code:  # a cell its row does not apply to leaves the process as it found it
             self._served += 1
         watch.deadline = time.monotonic() + HEALTH_CHECK_S  # the health check follows
 
-    def _on_healthy(self, watch: _Watch, event: dict[str, Any]) -> None:
+    def _on_healthy(self, watch: _Watch, event: Event) -> None:
         watch.done = True
 
-    def _on_unhealthy(self, watch: _Watch, event: dict[str, Any]) -> None:
+    def _on_unhealthy(self, watch: _Watch, event: Event) -> None:
         """The cell left the process unusable (a poisoned CUDA context): the next cell gets a new one."""
         assert watch.result is not None
         watch.result.log_tail = self._log_tail(watch.log_offset)
         self.stop()
         watch.done = True
 
-    def _on_eof(self, watch: _Watch, event: dict[str, Any]) -> None:
+    def _on_eof(self, watch: _Watch, event: Event) -> None:
         """The runner closed its end: it died."""
         self._gone(watch, timed_out=False)
 
-    def _on_timeout(self, watch: _Watch, event: dict[str, Any]) -> None:
+    def _on_timeout(self, watch: _Watch, event: Event) -> None:
         """The deadline passed with no event."""
         self._gone(watch, timed_out=True)
 
@@ -452,8 +452,8 @@ def main(case_modules: list[str]) -> None:
     os.dup2(2, 1)  # anything printed by kernels or PyTorch goes to the log, not the protocol
     sys.stdout = os.fdopen(1, "w", buffering=1)
 
-    def send(event: dict[str, Any]) -> None:
-        protocol.write(json.dumps(event) + "\n")
+    def send(event: Event) -> None:
+        protocol.write(event.line())
         protocol.flush()
 
     phases: dict[str, float] = {}
@@ -490,12 +490,11 @@ def main(case_modules: list[str]) -> None:
     forker = "runner template" if runner_template.serving else "zygote"
     forked_by = f" (forked by the {forker} {os.environ[FORKED_ENV]})" if os.environ.get(FORKED_ENV) else ""
     print(f"runner ready{forked_by}: {', '.join(f'{k} {v:.2f} s' for k, v in phases.items())}", file=sys.stderr, flush=True)
-    send({"event": "ready", "device": device, "broken_dtypes": broken})
+    send(Event(EventKind.READY, device=device, broken_dtypes=broken))
 
     for line in sys.stdin:
-        request = json.loads(line)
-        cell = Cell.parse(request["cell"])
-        settings = Settings.from_json(request["settings"])
+        request = CellRequest.parse(line)
+        cell, settings = request.cell, request.settings
         case, ran_case_code = cases.get(cell.case), False
         if case is None:
             result = CellResult(cell, Outcome.ERROR, stage=Stage.SETUP, fault=Fault.HARNESS,
@@ -504,18 +503,18 @@ def main(case_modules: list[str]) -> None:
             configs.restore()
             environment.restore()
             before = _memory_before(device)
-            announce = lambda stage: send({"event": "stage", "stage": stage.value})  # noqa: E731
+            announce = lambda stage: send(Event(EventKind.STAGE, stage=stage))  # noqa: E731
             os.environ[profiling.CELL_ENV] = cell.id  # the processes the cell starts profile themselves under its name
             execution = Execution(cell, case, settings, device, announce=announce, broken_dtypes=broken)
             with profiling.profiled("runner"):
                 result = execution.run()
             result.memory = _memory_after(device, before)
             ran_case_code = execution.ran_case_code
-        send({"event": "result", "result": result.to_json(), "ran_case_code": ran_case_code})
+        send(Event(EventKind.RESULT, result=result, ran_case_code=ran_case_code))
         if not _health_check(device):
-            send({"event": "unhealthy"})
+            send(Event(EventKind.UNHEALTHY))
             os._exit(3)
-        send({"event": "healthy"})
+        send(Event(EventKind.HEALTHY))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The pytest side: one test item per cell, run in an isolated runner process per pytest worker.
+"""The pytest side: one test item per cell, each run in an isolated runner process.
 
 Installed, the plugin is loaded into every pytest run (a `pytest11` entry point) but only adds its options
 until a run asks for the matrix with `--matrix` (`triton-compat-matrix run` is `pytest --matrix`): then it

@@ -19,9 +19,11 @@ from harness.model.columns import Wrapping
 from harness.model.errors import Mismatch, ResultsError
 from harness.model.fingerprint import Fingerprint, GitCommit
 from harness.model.judging import blame_environment
+from harness.model.messages import CellRequest, Event, EventKind
 from harness.model.outcome import CellResult, InGraph, Outcome, Stage
 from harness.model.results import VERSION, Results, dumps, load, merge, save
 from harness.model.rows import Row
+from harness.model.settings import PROFILES, Settings
 from harness.reporting.report import support_chart
 from tests.harness.conftest import PLANTED
 from tests.harness.planted import CASES, _launch_with, copy_kernel
@@ -741,3 +743,20 @@ def test_a_ptxas_path_the_run_itself_set_is_kept(monkeypatch):
     monkeypatch.setenv("TRITON_PTXAS_PATH", "/my/ptxas")
     environment = EnvironmentBaseline(dict(os.environ))
     assert environment.restore() == [] and os.environ["TRITON_PTXAS_PATH"] == "/my/ptxas"
+
+
+def test_the_runner_s_messages_read_back_as_they_were_sent():
+    cell = Cell.parse("add-raw-eager")
+    request = CellRequest(cell, Settings(profile=PROFILES["quick"], workdir="/tmp/w", caches="/tmp/c"))
+    assert CellRequest.parse(request.line()) == request
+    result = CellResult(cell, Outcome.WRONG, stage=Stage.RUN, message="differs from the reference", ran=["float32 shape=(1,) seed=0"])
+    sent = [Event(EventKind.READY, device="cuda", broken_dtypes={"bfloat16": "wrong on this device"}),
+            Event(EventKind.STAGE, stage=Stage.COMPILE), Event(EventKind.RESULT, result=result, ran_case_code=True),
+            Event(EventKind.HEALTHY), Event(EventKind.UNHEALTHY)]
+    for event in sent:
+        back = Event.parse(event.line())
+        assert (back.kind, back.device, back.broken_dtypes, back.stage, back.ran_case_code) == (
+            event.kind, event.device, event.broken_dtypes, event.stage, event.ran_case_code)
+        assert (back.result and back.result.to_json()) == (event.result and event.result.to_json())
+    with pytest.raises(ValueError):  # a kind the protocol does not have
+        Event.parse(json.dumps({"event": "finished"}))
