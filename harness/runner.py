@@ -1,6 +1,6 @@
 """Cells run in a separate process, so a segfault, abort, hang or broken CUDA context costs one cell.
 
-A runner process serves `cells_per_process` cells (the matrix gives each cell its own: a library's process-level
+A runner process serves `cells_per_process` cells (on a GPU the matrix gives each cell its own: a library's process-level
 state, such as FlagGems's LibEntry kernel cache filled by an earlier cell's launches, changed what Dynamo traced in the
 next cell), or, without it, every cell until a crash, a timeout, or a cell that leaves the GPU unusable. A standby
 process is started beside each runner that will be replaced, and takes over at once, so a replacement costs no

@@ -213,7 +213,7 @@ class Execution:
         self.program: Callable[..., Any] = case.reference
         self.reference: Callable[..., Any] = case.reference
         # Whether the case's code ran in this process: a cell its row does not apply to leaves the process as it was,
-        # so the next cell may have it (harness.runner gives every cell that runs code a process of its own).
+        # so the next cell may have it (with --cells-per-process=1, harness.runner gives each cell that runs code a new one).
         self.ran_case_code = False
 
     # -- the cell ------------------------------------------------------------------------------
