@@ -216,11 +216,11 @@ class Runner:
             self._spare = self._spawn()
         return time.perf_counter() - began
 
-    def stop(self) -> None:
-        """End the current runner process (the standby stays, to take over)."""
+    def stop(self, wait: bool = True) -> None:
+        """End the current runner process (the standby stays, to take over); with `wait`, once it is gone."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            _kill(proc)
+            _kill(proc, wait)
 
     def close(self) -> None:
         """End this process's runner processes. One prepare() is still starting is not waited for (a run that ends
@@ -280,7 +280,8 @@ class Runner:
             started = self._start()
         assert self._proc and self._proc.stdin
         watch = _Watch(cell, timeout, log_offset=os.path.getsize(self.log_path), deadline=time.monotonic() + timeout)
-        self._proc.stdin.write(CellRequest(cell, settings).line())
+        last = bool(self.cells_per_process) and self._served + 1 >= self.cells_per_process
+        self._proc.stdin.write(CellRequest(cell, settings, last=last).line())
         self._proc.stdin.flush()
         while not watch.done:
             event = self._next_event(watch.deadline) or Event(EventKind.TIMEOUT)
@@ -288,7 +289,7 @@ class Runner:
         result = watch.result
         assert result is not None
         if self.cells_per_process and self._served >= self.cells_per_process:
-            self.stop()
+            self.stop(wait=False)  # its end (CUDA's teardown, the zygote reaping it) need not hold up the next cell
         result.timings.process_start = started
         result.timings.wall = time.perf_counter() - began
         result.timings.overhead = max(result.timings.wall - result.timings.work, 0.0)
@@ -372,8 +373,8 @@ class Runner:
         self.close()
 
 
-def _kill(proc: subprocess.Popen[bytes]) -> None:
-    kill_session(proc)
+def _kill(proc: subprocess.Popen[bytes], wait: bool = True) -> None:
+    kill_session(proc, wait)
     for stream in (proc.stdin, proc.stdout):
         if stream:
             stream.close()
@@ -416,16 +417,18 @@ def _memory_before(device: str) -> float | None:
         return None
 
 
-def _memory_after(device: str, allocated_before: float | None) -> Memory:
-    """Read once the cell's artifacts are gone: what stays allocated is what the next cell inherits."""
+def _memory_after(device: str, allocated_before: float | None, between_cells: bool = True) -> Memory:
+    """Read once the cell's artifacts are gone: what stays allocated is what the next cell inherits. After a process's
+    last cell nothing is cleared away (0.3-1 s a cell: the process ends, and no cell inherits anything)."""
     import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
 
-    torch._dynamo.reset()  # the cell's compiled code goes now (the next cell resets too), so it is collected here
-    gc.collect()
-    # What survives is long-lived (registered operators, Inductor's and Triton's in-memory caches): frozen, the
-    # next cell's collection does not walk it again. Unfrozen, the collection grew to 0.6 s a cell after some
-    # hundred cells on a 2-core CPU, a fifth of a CI run's wall time.
-    gc.freeze()
+    if between_cells:
+        torch._dynamo.reset()  # the cell's compiled code goes now (the next cell resets too), so it is collected here
+        gc.collect()
+        # What survives is long-lived (registered operators, Inductor's and Triton's in-memory caches): frozen, the
+        # next cell's collection does not walk it again. Unfrozen, the collection grew to 0.6 s a cell after some
+        # hundred cells on a 2-core CPU, a fifth of a CI run's wall time.
+        gc.freeze()
     memory = Memory(host_peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     try:
         with open("/proc/self/statm") as f:
@@ -435,9 +438,10 @@ def _memory_after(device: str, allocated_before: float | None) -> Memory:
     if device == "cuda":
         try:
             torch.cuda.synchronize()
-            torch.cuda.empty_cache()
             memory.gpu_allocated_before_mb = allocated_before
-            memory.gpu_allocated_after_mb = torch.cuda.memory_allocated() / 2**20
+            if between_cells:
+                torch.cuda.empty_cache()
+                memory.gpu_allocated_after_mb = torch.cuda.memory_allocated() / 2**20
             memory.gpu_peak_mb = torch.cuda.max_memory_allocated() / 2**20
             memory.gpu_reserved_mb = torch.cuda.memory_reserved() / 2**20
         except Exception:
@@ -508,8 +512,8 @@ def main(case_modules: list[str]) -> None:
             execution = Execution(cell, case, settings, device, announce=announce, broken_dtypes=broken)
             with profiling.profiled("runner"):
                 result = execution.run()
-            result.memory = _memory_after(device, before)
             ran_case_code = execution.ran_case_code
+            result.memory = _memory_after(device, before, between_cells=not (request.last and ran_case_code))
         send(Event(EventKind.RESULT, result=result, ran_case_code=ran_case_code))
         if not _health_check(device):
             send(Event(EventKind.UNHEALTHY))

@@ -173,14 +173,16 @@ class _Forked:
                 pass
 
 
-def kill_session(proc: Any) -> None:
-    """Kill a process that leads a session of its own, with what it started (its compilers, its compile workers)."""
+def kill_session(proc: Any, wait: bool = True) -> None:
+    """Kill a process that leads a session of its own, with what it started (its compilers, its compile workers); with
+    `wait`, return once it is gone (else a zygote's child is reaped by its zygote, a subprocess by the next one started)."""
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             pass
-    proc.wait()
+    if wait:
+        proc.wait()
 
 
 def exit_with_asker(poll_s: float = 1.0) -> None:

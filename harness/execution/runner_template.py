@@ -23,6 +23,7 @@ helper_process.RunnerTemplate), given the socket's descriptor, the runners' PYTH
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import importlib.machinery
@@ -61,7 +62,7 @@ def prepare(case_specs: list[str]) -> dict[str, Case]:
     autotune_timing.install()  # before the case modules: one that binds Triton's benchmarker binds the capped one
     for module in CELLS_CODE:
         importlib.import_module(module)
-    cases = registry.load(case_specs).cases
+    cases = _loaded(tuple(case_specs))
     import torch._dynamo.config as dynamo_config
 
     # Many dtypes and shapes per cell: never fall back to eager silently at the recompile limit.
@@ -69,6 +70,13 @@ def prepare(case_specs: list[str]) -> dict[str, Case]:
         if hasattr(dynamo_config, name):
             setattr(dynamo_config, name, value)
     return cases
+
+
+@functools.cache
+def _loaded(case_specs: tuple[str, ...]) -> dict[str, Case]:
+    """The cases, loaded once a process: a runner forked from the template has them as the template loaded them (their
+    checks read each case's source, 0.2-0.4 s a runner), and no cell has run in the template."""
+    return registry.load(case_specs).cases
 
 
 def _where(spec: importlib.machinery.ModuleSpec | None) -> str | None:

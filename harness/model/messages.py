@@ -23,14 +23,17 @@ class CellRequest:
 
     cell: Cell
     settings: Settings
+    # The process ends after this cell if the cell runs the case's code: nothing it leaves behind reaches another
+    # cell, so the child need not clear it away (harness.runner's _between_cells).
+    last: bool = False
 
     def line(self) -> bytes:
-        return (json.dumps({"cell": self.cell.id, "settings": self.settings.to_json()}) + "\n").encode()
+        return (json.dumps({"cell": self.cell.id, "settings": self.settings.to_json(), "last": self.last}) + "\n").encode()
 
     @classmethod
     def parse(cls, line: str | bytes) -> CellRequest:
         data = json.loads(line)
-        return cls(Cell.parse(data["cell"]), Settings.from_json(data["settings"]))
+        return cls(Cell.parse(data["cell"]), Settings.from_json(data["settings"]), bool(data.get("last")))
 
 
 class EventKind(enum.Enum):

@@ -110,11 +110,15 @@ def test_one_process_per_cell_when_asked(run_planted):
     try:
         with Runner([PLANTED], workdir, env=runner_env(workdir), cells_per_process=1) as fresh:
             first = run_planted("planted_ok", runner=fresh)
+            standby = fresh._spare is not None
             second = run_planted("planted_ok", runner=fresh)
+            logs = fresh.logs()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     assert first.outcome is second.outcome is Outcome.PASS
     assert first.timings.process_start > 0 and second.timings.process_start > 0
+    # Each cell's process starts while the cell before it runs: the first's standby, then one more for each cell.
+    assert standby and len(logs) == 3
 
 
 def test_the_cases_own_code_raising_is_the_cases_error_not_the_harness(run_planted):

@@ -748,7 +748,9 @@ def test_a_ptxas_path_the_run_itself_set_is_kept(monkeypatch):
 def test_the_runner_s_messages_read_back_as_they_were_sent():
     cell = Cell.parse("add-raw-eager")
     request = CellRequest(cell, Settings(profile=PROFILES["quick"], workdir="/tmp/w", caches="/tmp/c"))
-    assert CellRequest.parse(request.line()) == request
+    assert CellRequest.parse(request.line()) == request and not request.last
+    last = CellRequest(cell, request.settings, last=True)
+    assert CellRequest.parse(last.line()) == last
     result = CellResult(cell, Outcome.WRONG, stage=Stage.RUN, message="differs from the reference", ran=["float32 shape=(1,) seed=0"])
     sent = [Event(EventKind.READY, device="cuda", broken_dtypes={"bfloat16": "wrong on this device"}),
             Event(EventKind.STAGE, stage=Stage.COMPILE), Event(EventKind.RESULT, result=result, ran_case_code=True),
