@@ -8,7 +8,6 @@ one the zygote cannot serve, is started with subprocess. Runners are forked from
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import shutil
@@ -22,13 +21,14 @@ import time
 import weakref
 from typing import IO, Any, Mapping, NamedTuple
 
+from harness.execution.zygote import ForkRequest
+
 ZYGOTE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
 STATUS_SUFFIX = ".status"  # a forked child's exit status file, which the zygote writes: "RETURNCODE CPU_SECONDS"
 ZYGOTE_START_S = 120.0  # how long the zygote's imports may take before it is given up for this process
 ZYGOTE_BIND_S = 30.0  # how long a run's zygote, just started, may take to open its socket
 ZYGOTE_ENV = "TCM_ZYGOTE"  # the run's zygote's socket, where a process's helpers are forked
 ASKED_BY_ENV = "TCM_ASKED_BY"  # the pid of the process a runner (or a prebuild) serves, which it ends with (not always its parent)
-_ENV_AT_START = dict(os.environ)  # before this process's torch ran: what it sets later it reads where used (zygote)
 # What pytest, xdist and execnet add to the environment of their own processes: pytest's version, the test running, a
 # worker's id and run, the terminal size execnet gives a worker. A program the user runs has none of them, so the
 # processes that stand for one (the zygote, the runner template, the runners) get none.
@@ -239,7 +239,7 @@ class Zygote:
         """Reach the zygote and take its greeting (`ready PID`), sent once its imports are done."""
         if self.path is None:
             # In the environment this process started in: what its own torch set since, it asks with (forked()).
-            self.proc, self.sock = start_zygote(os.path.join(workdir, "zygote.log"), env=_ENV_AT_START)
+            self.proc, self.sock = start_zygote(os.path.join(workdir, "zygote.log"), env=_THIS.env_at_start)
         else:
             self.sock = _connected(self.path, self.bind_s)
             if self.sock is None:
@@ -256,16 +256,16 @@ class Zygote:
         self.sock.settimeout(None)
         return True
 
-    def fork(self, request: dict[str, Any], stdin: int, stdout: int) -> int | None:
+    def fork(self, request: ForkRequest, stdin: int, stdout: int) -> int | None:
         with self.lock:
             if self.failed:
                 return None
-            if self.sock is None and not self._connect(os.path.dirname(request["status"])):
+            if self.sock is None and not self._connect(os.path.dirname(request.status)):
                 self.failed = True  # it cannot serve here: this process starts its processes with subprocess
                 return None
             assert self.sock is not None
             try:
-                socket.send_fds(self.sock, [json.dumps(request).encode()], [stdin, stdout])
+                socket.send_fds(self.sock, [request.message()], [stdin, stdout])
                 answer = self.sock.recv(4096).decode()
             except OSError:
                 return None
@@ -337,15 +337,25 @@ def stop_zygote(proc: subprocess.Popen[bytes], lifeline: socket.socket, kill: bo
     proc.wait()
 
 
-_ZYGOTE = Zygote(os.environ.get(ZYGOTE_ENV) or None)
+class _ThisProcess:
+    """This process as its helpers see it: its environment at its start (what its own torch sets later, it reads where
+    used: zygote.READ_WHEN_USED), and the zygote its helpers are forked from (the run's, where ZYGOTE_ENV names one)."""
+
+    def __init__(self) -> None:
+        self.begin()
+
+    def begin(self) -> None:
+        self.env_at_start = dict(os.environ)
+        self.zygote = Zygote(os.environ.get(ZYGOTE_ENV) or None)
+
+
+_THIS = _ThisProcess()
 
 
 def begin_anew() -> None:
     """In a process forked from a runner template, which imported this module: its start is now, in the environment it
-    was given (its zygote for helpers that of the run, where it names one)."""
-    global _ENV_AT_START, _ZYGOTE
-    _ENV_AT_START = dict(os.environ)
-    _ZYGOTE = Zygote(os.environ.get(ZYGOTE_ENV) or None)
+    was given."""
+    _THIS.begin()
 
 
 def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: str, zygote: Zygote | None = None,
@@ -353,25 +363,15 @@ def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: 
     """The command's process forked from `zygote` (this process's helpers' by default), in `cwd` (this process's by
     default), or None where it is not a Python module, script or `-c` code run by this interpreter, or the zygote
     cannot serve it (the caller then starts it with subprocess). Its pipes are text, or bytes with `binary`."""
-    zygote = zygote or _ZYGOTE
-    if len(command) < 2 or command[0] != sys.executable:
-        return None
-    safe_path = command[1] == "-P"  # python -P: neither the script's folder nor the working directory goes on sys.path
-    arguments = command[2:] if safe_path else command[1:]
-    if len(arguments) >= 2 and arguments[0] == "-m":
-        target: dict[str, Any] = {"module": arguments[1], "args": arguments[2:], "safe_path": safe_path}
-    elif len(arguments) >= 2 and arguments[0] == "-c":
-        target = {"code": arguments[1], "args": arguments[2:], "safe_path": safe_path}
-    elif arguments and arguments[0].endswith(".py"):
-        target = {"script": arguments[0], "args": arguments[1:], "safe_path": safe_path}
-    else:
+    zygote = zygote or _THIS.zygote
+    env = dict(env if env is not None else os.environ)
+    set_while_running = tuple(sorted(k for k, v in os.environ.items() if _THIS.env_at_start.get(k) != v and env.get(k) == v))
+    status = os.path.join(folder, f"exit{zygote.made + 1}{STATUS_SUFFIX}")
+    request = ForkRequest.of_command(command, env=env, set_while_running=set_while_running, cwd=cwd or os.getcwd(),
+                                     stderr=stderr, status=status)
+    if request is None:
         return None
     zygote.made += 1
-    status = os.path.join(folder, f"exit{zygote.made}{STATUS_SUFFIX}")
-    env = dict(env if env is not None else os.environ)
-    set_while_running = sorted(k for k, v in os.environ.items() if _ENV_AT_START.get(k) != v and env.get(k) == v)
-    request = {**target, "env": env, "set_while_running": set_while_running, "cwd": cwd or os.getcwd(), "stderr": stderr,
-               "status": status}
     child_in, parent_in = os.pipe()
     parent_out, child_out = os.pipe()
     try:

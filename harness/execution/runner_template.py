@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from harness.authoring import registry
 from harness.execution import autotune_timing, conditions, helper_process, zygote
+from harness.execution.zygote import ForkRequest
 
 if TYPE_CHECKING:  # the plugin imports this module through the runner's parent side, which needs no torch
     from harness.authoring.case import Case
@@ -97,19 +98,19 @@ def _imported_from(name: str) -> str | None:
     return _where(getattr(module, "__spec__", None)) if module is not None else None
 
 
-def _refusal(specs: list[str], cwd: str, imported: dict[str, str | None], base_path: list[str], request: dict) -> str | None:
+def _refusal(specs: list[str], cwd: str, imported: dict[str, str | None], base_path: list[str], request: ForkRequest) -> str | None:
     """Why a runner the request asks for would not be the process this template stands for, or None."""
-    if request.get("module") != "harness.runner" or request.get("args") != specs:
+    if request.module != "harness.runner" or list(request.args) != specs:
         return f"it forks runners of {specs} only"
-    if request["cwd"] != cwd:
+    if request.cwd != cwd:
         return "its working directory differs from the one the cases were imported in"
     # A runner's path (as the interpreter's -m puts it) must find each module the cases' import imported where the
     # template got it; one its path does not find at all comes from the finders the template had (an editable install's).
-    path = [request["cwd"], *(p for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p), *base_path]
+    path = [request.cwd, *(p for p in request.env.get("PYTHONPATH", "").split(os.pathsep) if p), *base_path]
     elsewhere = sorted(name for name, origin in imported.items() if (found := _found(name, path)) is not None and found != origin)
     if elsewhere:
         return f"its PYTHONPATH finds {', '.join(elsewhere[:3])} elsewhere than the cases' import did"
-    differ = [k for k in AS_PREPARED if request["env"].get(k) != os.environ.get(k)]
+    differ = [k for k in AS_PREPARED if request.env.get(k) != os.environ.get(k)]
     return f"its environment differs in {', '.join(differ)}, read as the template prepared" if differ else None
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import dataclasses
 import importlib
 import json
 import linecache
@@ -197,7 +198,49 @@ def edited_sources(kernels: tuple[Any, ...], case_file: str | None = None) -> di
     return out
 
 
-def edit_request(case: Case, wrapping: str) -> dict[str, Any]:
+@dataclasses.dataclass(frozen=True)
+class Edit:
+    """What the new process needs to load the edited case and build its style: the edited sources (edited_sources),
+    the case's name and module, as harness.authoring.registry loads it, and the style."""
+
+    case: str
+    case_module: str
+    wrapping: str
+    sources: dict[str, dict[str, Any]]
+
+    def key(self) -> str:
+        """The same edit, the same key: the new process loads each once."""
+        return json.dumps([self.sources, self.case_module, self.case, self.wrapping], sort_keys=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Edit:
+        return cls(data["case"], data["case_module"], data["wrapping"], data["sources"])
+
+
+@dataclasses.dataclass(frozen=True)
+class EditRequest:
+    """One request to the new process, a JSON file: the edit; where there are `inputs` (a file torch.save wrote), compile
+    the style with `options` on them on `device` and save what it returns to `outputs`; the answer goes to `answer`."""
+
+    edit: Edit
+    answer: str
+    options: dict[str, Any]
+    inputs: str | None = None
+    outputs: str | None = None
+    device: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "edit": self.edit.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EditRequest:
+        return cls(**{**data, "edit": Edit.from_json(data["edit"])})
+
+
+def edit_request(case: Case, wrapping: str) -> Edit:
     """What the new process needs to load the edited case and build its style: the edited sources, the case's name
     and its module, as harness.authoring.registry loads it (a module's name, or a case file's path, made absolute).
     EditNotLoaded where the case names no module; KernelNotEditable where a kernel cannot be edited."""
@@ -208,11 +251,7 @@ def edit_request(case: Case, wrapping: str) -> dict[str, Any]:
     is_file = label.endswith(".py") or os.sep in label  # as registry tells a file from a module's name
     module = os.path.abspath(label) if is_file else label
     case_file = module if is_file else getattr(sys.modules.get(label), "__file__", None)
-    return {"case": case.name, "case_module": module, "wrapping": wrapping, "sources": edited_sources(case.kernels, case_file)}
-
-
-def _edit_key(request: Mapping[str, Any]) -> str:
-    return json.dumps([request["sources"], request["case_module"], request["case"], request["wrapping"]], sort_keys=True)
+    return Edit(case.name, module, wrapping, edited_sources(case.kernels, case_file))
 
 
 class NewProcess(HelperProcess):
@@ -225,7 +264,7 @@ class NewProcess(HelperProcess):
         env = {**os.environ, "PYTHONPATH": registry.search_path()}
         super().__init__([sys.executable, "-m", "harness.execution.warm_cache"], workdir, prefix="warm-cache-",
                          who="the new process", failure=NewProcessFailure, env=env)
-        self.loaded: set[str] = set()  # the edits it has loaded, by _edit_key
+        self.loaded: set[str] = set()  # the edits it has loaded, by Edit.key
 
     def ask(self, request: str) -> None:
         """Send one request (a JSON file's path) and wait for its answer file; NewProcessFailure where the
@@ -247,7 +286,7 @@ class EditedInNewProcess:
             self.edit = edit_request(case, wrapping)
         except Exception as exc:  # noqa: BLE001 - the harness's own edit of the case's files: whatever it raises is its fault
             raise HarnessFault(Stage.WRAP, exc) from exc
-        self.key = _edit_key(self.edit)
+        self.key = self.edit.key()
         self.workdir, self.processes = workdir, processes
         self.calls = 0
         self.report: dict[str, Any] = {}
@@ -281,7 +320,7 @@ class EditedInNewProcess:
         the harness's fault: it has only imported modules the cell's own process imported."""
         request, answer = (os.path.join(process.dir, f"{name}.{part}") for part in ("request.json", "answer.json"))
         with open(request, "w") as f:
-            json.dump({**self.edit, **fields, "options": self.options, "answer": answer}, f)
+            json.dump(EditRequest(self.edit, answer, self.options, **fields).to_json(), f)
         try:
             process.ask(request)
         except NewProcessFailure as exc:
@@ -329,19 +368,19 @@ class StaleKernel(Mismatch):
 # -- the new process ------------------------------------------------------------------------------
 
 
-def load_edited_case(request: Mapping[str, Any]) -> Case:
+def load_edited_case(edit: Edit) -> Case:
     """The case as the new process has it after the edit. The library files are edited first, in their modules as
     imported (`_edit_in_place`), then the case's own file runs again whole (`_run_again`); then the case's module is
     imported and the case found in it, and every kernel of it checked to be the edited one. EditNotLoaded says
     which step failed."""
-    sources = request["sources"]
+    sources = edit.sources
     for path, source in sources.items():
         if not source["whole_file"]:
             _edit_in_place(path, source)
     for path, source in sources.items():
         if source["whole_file"]:
             _run_again(path, source)
-    case = _find_case(request["case_module"], request["case"])
+    case = _find_case(edit.case_module, edit.case)
     unedited = [kernel_name(k) for k in case.kernels if not _is_edited(k)]
     if unedited:
         raise EditNotLoaded(f"case {case.name}'s kernel {', '.join(unedited)} is the kernel as it was in the new process: the case "
@@ -448,43 +487,42 @@ def _find_case(module: str, name: str) -> Case:
     return case
 
 
-def _edited_style(request: Mapping[str, Any]) -> tuple[Case, Any]:
-    case = load_edited_case(request)
+def _edited_style(edit: Edit) -> tuple[Case, Any]:
+    case = load_edited_case(edit)
     try:
-        return case, wrappings.build(case, Wrapping(request["wrapping"]))
+        return case, wrappings.build(case, Wrapping(edit.wrapping))
     except Exception as exc:  # noqa: BLE001 - the cell's own process built this style from the same case
-        raise EditNotLoaded(f"the {request['wrapping']} style of the edited case {case.name} cannot be built in the new "
+        raise EditNotLoaded(f"the {edit.wrapping} style of the edited case {case.name} cannot be built in the new "
                             f"process: {described(exc)}") from exc
 
 
-def _serve(request: dict[str, Any], built: dict[str, Any]) -> dict[str, Any]:
+def _serve(request: EditRequest, built: dict[str, Any]) -> dict[str, Any]:
     """One request: the edited case and its style (loaded at the process's first request, kept in `built`), then,
     where the request has inputs, compiled afresh (Dynamo's caches reset; Inductor's and AOTAutograd's on disk,
     warm) on them."""
-    key = _edit_key(request)
+    key = request.edit.key()
     if key not in built:
         try:
-            built[key] = _edited_style(request)
+            built[key] = _edited_style(request.edit)
         except EditNotLoaded as exc:
             return {"not_loaded": str(exc)}
         except Exception as exc:  # noqa: BLE001 - the harness's own loading broke: its fault too, never the cell's finding
             return {"not_loaded": f"loading the edited case in the new process: {described(exc)}"}
     case, fn = built[key]
-    if "inputs" not in request:
+    if request.inputs is None:
         return {"loaded": [kernel_name(k) for k in case.kernels]}
     torch._dynamo.reset()
     counters.clear()
     code: list[str] = []
     GraphLowering.save_output_code = code.append  # type: ignore[assignment]
-    device = request["device"]
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in torch.load(request["inputs"], weights_only=False)]
-    out = torch.compile(fn, **request["options"])(*inputs)
+    inputs = [x.to(request.device) if isinstance(x, torch.Tensor) else x for x in torch.load(request.inputs, weights_only=False)]
+    out = torch.compile(fn, **request.options)(*inputs)
     if torch.cuda.is_available():
         torch.cuda.synchronize()
     single = not isinstance(out, (list, tuple))
     outputs = [out] if single else list(out)
     torch.save(([o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs],
-                [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs]), request["outputs"])
+                [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs]), request.outputs)
     names = [kernel_name(k) for k in case.kernels]
     compiled = [n for n in names if any(f"def {n}(" in c for c in code)]
     stale = [n for n in compiled if not any(f"def {n}(" in c and marker(n) in c for c in code)]
@@ -502,13 +540,13 @@ def main() -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     for line in sys.stdin:
         with open(line.strip()) as f:
-            request = json.load(f)
+            request = EditRequest.from_json(json.load(f))
         try:
             with profiling.profiled("new-process"):
                 answer = _serve(request, built)
         except Exception as exc:  # noqa: BLE001 - what compiling and running the edited style meets is the cell's finding
             answer = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
-        with open(request["answer"], "w") as f:
+        with open(request.answer, "w") as f:
             json.dump(answer, f)
         print("done", file=answers, flush=True)
     return 0

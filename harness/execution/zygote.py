@@ -28,6 +28,7 @@ to import what a runner process imports before its first cell, and forks the run
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import importlib
 import json
@@ -36,7 +37,7 @@ import select
 import signal
 import socket
 import sys
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 # What every child imports anyway: torch, triton, and what a process that loads an AOTInductor package imports first
 # (torch._inductor.package, and torch._dynamo with it). Not Inductor's compiler (torch._inductor.graph, compile_fx),
@@ -60,6 +61,52 @@ FORKED_ENV = "TCM_FORKED_BY"  # in a child's environment: the zygote's pid (a ru
 # Set in a zygote's environment by a caller that has not imported torch: the zygote adds interpreter_env's part itself,
 # once it has imported torch, so that the run's processes start before the run's controller imports torch.
 DECIDE_ENV = "TCM_ZYGOTE_DECIDES_DEVICE"
+
+
+@dataclasses.dataclass(frozen=True)
+class ForkRequest:
+    """A new process as `python [-P] -m MODULE | -c CODE | SCRIPT.py` with `args` would start (one of module, code,
+    script), with its working directory, environment and stderr file; `status` is the file the zygote writes its exit
+    status and CPU time to once it reaps it; `set_while_running`, what the asking process's code set in its environment
+    (READ_WHEN_USED). Sent as one JSON message, the child's stdin and stdout beside it."""
+
+    args: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str
+    stderr: str
+    status: str
+    module: str | None = None
+    code: str | None = None
+    script: str | None = None
+    safe_path: bool = False  # python -P: neither the script's folder nor the working directory goes on sys.path
+    set_while_running: tuple[str, ...] = ()
+
+    @classmethod
+    def of_command(cls, command: list[str], **where: Any) -> ForkRequest | None:
+        """The request for `command` run by this interpreter, or None where it is no Python module, script or -c code."""
+        if len(command) < 2 or command[0] != sys.executable:
+            return None
+        safe_path = command[1] == "-P"
+        arguments = command[2:] if safe_path else command[1:]
+        if len(arguments) >= 2 and arguments[0] in ("-m", "-c"):
+            target = {"module" if arguments[0] == "-m" else "code": arguments[1], "args": tuple(arguments[2:])}
+        elif arguments and arguments[0].endswith(".py"):
+            target = {"script": arguments[0], "args": tuple(arguments[1:])}
+        else:
+            return None
+        return cls(**target, safe_path=safe_path, **where)
+
+    def what(self) -> str:
+        """What the child runs, as a log line names it."""
+        return self.module or self.script or "-c"
+
+    def message(self) -> bytes:
+        return json.dumps(dataclasses.asdict(self)).encode()
+
+    @classmethod
+    def parse(cls, message: bytes) -> ForkRequest:
+        data = json.loads(message)
+        return cls(**{**data, "args": tuple(data["args"]), "set_while_running": tuple(data["set_while_running"])})
 
 
 def cuda_initialized() -> bool:
@@ -87,10 +134,10 @@ def _imported_with(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_ENV) and k not in READ_WHEN_USED}
 
 
-def _refusal(request: dict) -> str | None:
+def _refusal(request: ForkRequest) -> str | None:
     """Why this zygote cannot stand for the process the request asks for, or None."""
-    ours, theirs = _imported_with(dict(os.environ)), _imported_with(request["env"])
-    differ = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k) and k not in request.get("set_while_running", ()))
+    ours, theirs = _imported_with(dict(os.environ)), _imported_with(request.env)
+    differ = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k) and k not in request.set_while_running)
     return f"its environment differs in {', '.join(differ)}, read when torch and triton were imported" if differ else None
 
 
@@ -110,7 +157,7 @@ def _reap(children: dict[int, str]) -> None:
             os.replace(path + ".part", path)
 
 
-def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_path: list[str], in_child: Callable[[], None] | None) -> None:
+def _child(request: ForkRequest, fds: list[int], sockets: list[socket.socket], base_path: list[str], in_child: Callable[[], None] | None) -> None:
     """In the forked child: become the new process the request asks for; never returns."""
     code = 1
     try:
@@ -119,16 +166,16 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_pat
             sock.close()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         stdin, stdout = fds
-        stderr = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        stderr = os.open(request.stderr, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
             os.dup2(fd, target)
             os.close(fd)
         sys.stdin = os.fdopen(0, "r", closefd=False)
         sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-        os.chdir(request["cwd"])
+        os.chdir(request.cwd)
         os.environ.clear()
-        os.environ.update(request["env"])
+        os.environ.update(request.env)
         os.environ[FORKED_ENV] = str(os.getppid())
         if in_child is not None:
             in_child()
@@ -141,25 +188,24 @@ def _child(request: dict, fds: list[int], sockets: list[socket.socket], base_pat
 
         # What `python -m MODULE` (the working directory), `python -c CODE` (the working directory, as "") or `python
         # SCRIPT.py` (the script's folder) puts first, unless -P.
-        if request.get("module"):
-            where = request["cwd"]
-        elif request.get("code") is not None:
+        if request.module:
+            where = request.cwd
+        elif request.code is not None:
             where = ""
         else:
-            where = os.path.dirname(os.path.abspath(request["script"]))
-        first = [] if request.get("safe_path") else [where]
-        if request.get("module"):
-            sys.argv = ["-m", *request["args"]]
-            sys.path[:] = [*first, *pythonpath, *base_path]
-            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
-        elif request.get("code") is not None:
-            sys.argv = ["-c", *request["args"]]
-            sys.path[:] = [*first, *pythonpath, *base_path]
-            exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+            where = os.path.dirname(os.path.abspath(request.script or ""))
+        first = [] if request.safe_path else [where]
+        sys.path[:] = [*first, *pythonpath, *base_path]
+        if request.module:
+            sys.argv = ["-m", *request.args]
+            runpy.run_module(request.module, run_name="__main__", alter_sys=True)
+        elif request.code is not None:
+            sys.argv = ["-c", *request.args]
+            exec(compile(request.code, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
         else:
-            sys.argv = [request["script"], *request["args"]]
-            sys.path[:] = [*first, *pythonpath, *base_path]
-            runpy.run_path(request["script"], run_name="__main__")
+            assert request.script is not None
+            sys.argv = [request.script, *request.args]
+            runpy.run_path(request.script, run_name="__main__")
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -325,7 +371,7 @@ def _fork_runner_template(runners: socket.socket, module: str, pythonpath: str, 
 
 
 def serve(listening: list[socket.socket], base_path: list[str], lifeline: socket.socket | None = None, parent: int | None = None,
-          refusal: Callable[[dict], str | None] | None = None, in_child: Callable[[], None] | None = None, name: str = "zygote") -> int:
+          refusal: Callable[[ForkRequest], str | None] | None = None, in_child: Callable[[], None] | None = None, name: str = "zygote") -> int:
     """Fork a child for each request until the lifeline closes (or, without one, the `parent` process ends): a
     request's `refusal` (the environment's, by default) answered instead; `in_child` run in each child once its
     environment is the request's. `name` says in the log who refused."""
@@ -360,11 +406,11 @@ def serve(listening: list[socket.socket], base_path: list[str], lifeline: socket
                 clients.remove(sock)
                 sock.close()
                 continue
-            request = json.loads(message)
+            request = ForkRequest.parse(message)
             refused = _refusal(request) or (refusal(request) if refusal else None)
             answer = f"refused {refused}" if refused else _serve(request, fds, children, [*clients, *listening], base_path, in_child)
             if refused:
-                print(f"{name} {os.getpid()}: refused {request.get('module') or request.get('script') or '-c'}: {refused}",
+                print(f"{name} {os.getpid()}: refused {request.what()}: {refused}",
                       file=sys.stderr, flush=True)
                 for fd in fds:
                     os.close(fd)
@@ -375,7 +421,7 @@ def serve(listening: list[socket.socket], base_path: list[str], lifeline: socket
             _reap(children)
 
 
-def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: list[socket.socket], base_path: list[str],
+def _serve(request: ForkRequest, fds: list[int], children: dict[int, str], sockets: list[socket.socket], base_path: list[str],
            in_child: Callable[[], None] | None) -> str:
     """Fork the child a request asks for: its pid, or why not."""
     try:
@@ -388,7 +434,7 @@ def _serve(request: dict, fds: list[int], children: dict[int, str], sockets: lis
         if pid == 0:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
             _child(request, fds, sockets, base_path, in_child)
-        children[pid] = request["status"]
+        children[pid] = request.status
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         return str(pid)
     finally:

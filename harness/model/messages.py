@@ -3,6 +3,8 @@
 The parent sends a CellRequest for each cell; the child answers with Events: `ready` once it can take cells, `stage`
 before each stage it enters, `result` when the cell is done, then `healthy` or `unhealthy` after it checked the GPU.
 `eof` (the child closed its end: it died) and `timeout` (no event before the deadline) are the parent's own, never sent.
+The other processes' messages are typed beside their servers: a fork request is harness.execution.zygote.ForkRequest
+(the zygote, run as a script, imports nothing of the harness), the warm-cache row's harness.execution.warm_cache.EditRequest.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 import os
+import sys
 import typing
 
 import pytest
@@ -743,6 +744,34 @@ def test_a_ptxas_path_the_run_itself_set_is_kept(monkeypatch):
     monkeypatch.setenv("TRITON_PTXAS_PATH", "/my/ptxas")
     environment = EnvironmentBaseline(dict(os.environ))
     assert environment.restore() == [] and os.environ["TRITON_PTXAS_PATH"] == "/my/ptxas"
+
+
+def test_a_fork_request_is_the_command_a_new_python_would_run_and_reads_back_as_it_was_sent():
+    from harness.execution.zygote import ForkRequest
+
+    where = dict(env={"A": "1"}, cwd="/w", stderr="/w/log", status="/w/exit1.status", set_while_running=("CUDA_HOME",))
+    module = ForkRequest.of_command([sys.executable, "-m", "harness.runner", "cases.add"], **where)
+    assert (module.module, module.args, module.safe_path, module.what()) == ("harness.runner", ("cases.add",), False, "harness.runner")
+    code = ForkRequest.of_command([sys.executable, "-P", "-c", "print(1)", "x"], **where)
+    assert (code.code, code.args, code.safe_path, code.what()) == ("print(1)", ("x",), True, "-c")
+    script = ForkRequest.of_command([sys.executable, "serve.py", "--port", "0"], **where)
+    assert (script.script, script.args, script.what()) == ("serve.py", ("--port", "0"), "serve.py")
+    for request in (module, code, script):
+        assert ForkRequest.parse(request.message()) == request
+    # Not this interpreter running Python: started with subprocess instead.
+    assert ForkRequest.of_command(["/usr/bin/g++", "-c", "x.cpp"], **where) is None
+    assert ForkRequest.of_command([sys.executable, "-X", "importtime"], **where) is None
+
+
+def test_a_warm_cache_request_reads_back_as_it_was_sent():
+    from harness.execution.warm_cache import Edit, EditRequest
+
+    edit = Edit("add", "harness.cases.add", "raw", {"/x/add.py": {"module": "m", "text": "t", "kernels": [["k", 3]], "whole_file": True}})
+    loading = EditRequest(edit, "/w/1.answer.json", {"fullgraph": True})
+    compiling = EditRequest(edit, "/w/2.answer.json", {}, inputs="/w/2.in.pt", outputs="/w/2.out.pt", device="cuda")
+    for request in (loading, compiling):
+        assert EditRequest.from_json(json.loads(json.dumps(request.to_json()))) == request
+    assert Edit.from_json(edit.to_json()).key() == edit.key() and loading.inputs is None
 
 
 def test_the_runner_s_messages_read_back_as_they_were_sent():

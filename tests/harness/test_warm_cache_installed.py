@@ -51,8 +51,8 @@ def _in_new_python(script: str, *args: str) -> str:
 
 LOAD_THE_EDIT = """
 import collections, json, linecache, sys
-from harness.execution.warm_cache import load_edited_case
-case = load_edited_case(json.load(open(sys.argv[1])))
+from harness.execution.warm_cache import Edit, load_edited_case
+case = load_edited_case(Edit.from_json(json.load(open(sys.argv[1]))))
 import tcm_fake_library
 from tcm_fake_library import kernels
 print(json.dumps({
@@ -69,9 +69,9 @@ print(json.dumps({
 def test_a_library_kernel_is_edited_in_its_module_as_imported_and_no_module_of_the_library_runs_twice(library_cases, tmp_path):
     case = library_cases["fake_library_copy"]
     request = edit_request(case, "raw")
-    edit = request["sources"][LIBRARY_KERNELS]
+    edit = request.sources[LIBRARY_KERNELS]
     assert edit["module"] == "tcm_fake_library.kernels" and not edit["whole_file"]
-    (tmp_path / "request.json").write_text(json.dumps(request))
+    (tmp_path / "request.json").write_text(json.dumps(request.to_json()))
 
     seen = json.loads(_in_new_python(LOAD_THE_EDIT, str(tmp_path / "request.json")))
 
@@ -85,8 +85,8 @@ def test_a_library_kernel_is_edited_in_its_module_as_imported_and_no_module_of_t
 
 LOAD_THE_ADAPTED_EDIT = """
 import json, sys
-from harness.execution.warm_cache import load_edited_case
-case = load_edited_case(json.load(open(sys.argv[1])))
+from harness.execution.warm_cache import Edit, load_edited_case
+case = load_edited_case(Edit.from_json(json.load(open(sys.argv[1]))))
 import tcm_library_with_cases as library
 print(json.dumps({"source": case.kernels[0].src, "module_global_is_the_case_kernel": library.double_kernel is case.kernels[0],
                   "the_librarys_case_lists_it": library.CASES[0].kernels[0] is case.kernels[0]}))
@@ -98,8 +98,8 @@ def test_a_case_built_in_the_kernels_own_module_lists_the_edited_kernel_in_the_n
     loaded = registry.load([os.path.join(USER_MODULES, "adapted_library_cases.py")])
     assert not loaded.problems, loaded.problems
     request = edit_request(loaded.cases["adapted_library_built_double"], "raw")
-    assert [s["whole_file"] for s in request["sources"].values()] == [False]  # the library's module, edited in place
-    (tmp_path / "request.json").write_text(json.dumps(request))
+    assert [s["whole_file"] for s in request.sources.values()] == [False]  # the library's module, edited in place
+    (tmp_path / "request.json").write_text(json.dumps(request.to_json()))
 
     seen = json.loads(_in_new_python(LOAD_THE_ADAPTED_EDIT, str(tmp_path / "request.json")))
 
@@ -121,7 +121,7 @@ except ImportError as exc:
 
 def test_the_librarys_kernel_module_cannot_run_again_whole_on_its_own_so_the_row_edits_it_in_place(library_cases, tmp_path):
     """What the row did before it edited a library's kernels in place, and what it met on a GPU with a real library."""
-    (tmp_path / "request.json").write_text(json.dumps(edit_request(library_cases["fake_library_copy"], "raw")))
+    (tmp_path / "request.json").write_text(json.dumps(edit_request(library_cases["fake_library_copy"], "raw").to_json()))
     said = _in_new_python(RUN_THE_MODULE_ALONE, str(tmp_path / "request.json"), LIBRARY_KERNELS)
     assert said.startswith("ImportError: cannot import name 'copy_kernel' from 'tcm_fake_library.kernels'"), said
 
@@ -203,5 +203,5 @@ def test_the_row_asks_the_new_process_for_the_cases_own_module_not_its_launchers
     case = library_cases["fake_library_copy"]
     assert case.launch.__module__ == "tcm_fake_library.kernels"  # the launcher is the library's
     request = edit_request(case, "raw")
-    assert request["case_module"] == CASE_FILE
-    assert list(request["sources"]) == [LIBRARY_KERNELS]  # the case file defines no kernel: it is imported, not run again
+    assert request.case_module == CASE_FILE
+    assert list(request.sources) == [LIBRARY_KERNELS]  # the case file defines no kernel: it is imported, not run again
