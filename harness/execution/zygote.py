@@ -65,8 +65,8 @@ DECIDE_ENV = "TCM_ZYGOTE_DECIDES_DEVICE"
 
 @dataclasses.dataclass(frozen=True)
 class ForkRequest:
-    """A new process as `python [-P] -m MODULE | -c CODE | SCRIPT.py` with `args` would start (one of module, code,
-    script), with its working directory, environment and stderr file; `status` is the file the zygote writes its exit
+    """A new process as the interpreter would start one to run a module (-m), code (-c) or a script file with `args`
+    (one of module, code, script), with its working directory, environment and stderr file; `status` is the file the zygote writes its exit
     status and CPU time to once it reaps it; `set_while_running`, what the asking process's code set in its environment
     (READ_WHEN_USED). Sent as one JSON message, the child's stdin and stdout beside it."""
 
