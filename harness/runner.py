@@ -40,6 +40,7 @@ from harness.execution.helper_process import (
     Zygote,
     exit_with_asker,
     forked,
+    forked_by,
     kill_session,
     python_status,
     without_pytest,
@@ -491,9 +492,9 @@ def main(case_modules: list[str]) -> None:
     gc.collect()
     gc.freeze()
     phase("gc freeze")
-    forker = "runner template" if runner_template.serving else "zygote"
-    forked_by = f" (forked by the {forker} {os.environ[FORKED_ENV]})" if os.environ.get(FORKED_ENV) else ""
-    print(f"runner ready{forked_by}: {', '.join(f'{k} {v:.2f} s' for k, v in phases.items())}", file=sys.stderr, flush=True)
+    forker = forked_by() or "zygote"
+    origin = f" (forked by the {forker} {os.environ[FORKED_ENV]})" if os.environ.get(FORKED_ENV) else ""
+    print(f"runner ready{origin}: {', '.join(f'{k} {v:.2f} s' for k, v in phases.items())}", file=sys.stderr, flush=True)
     send(Event(EventKind.READY, device=device, broken_dtypes=broken))
 
     for line in sys.stdin:

@@ -339,23 +339,30 @@ def stop_zygote(proc: subprocess.Popen[bytes], lifeline: socket.socket, kill: bo
 
 class _ThisProcess:
     """This process as its helpers see it: its environment at its start (what its own torch sets later, it reads where
-    used: zygote.READ_WHEN_USED), and the zygote its helpers are forked from (the run's, where ZYGOTE_ENV names one)."""
+    used: zygote.READ_WHEN_USED), the zygote its helpers are forked from (the run's, where ZYGOTE_ENV names one), and
+    what forked it where that was a process that had imported this module (the run's runner template)."""
 
     def __init__(self) -> None:
-        self.begin()
+        self.begin(None)
 
-    def begin(self) -> None:
+    def begin(self, forked_by: str | None) -> None:
         self.env_at_start = dict(os.environ)
         self.zygote = Zygote(os.environ.get(ZYGOTE_ENV) or None)
+        self.forked_by = forked_by
 
 
 _THIS = _ThisProcess()
 
 
-def begin_anew() -> None:
-    """In a process forked from a runner template, which imported this module: its start is now, in the environment it
-    was given."""
-    _THIS.begin()
+def begin_anew(forked_by: str) -> None:
+    """In a process forked by `forked_by` (a runner template), which imported this module: its start is now, in the
+    environment it was given."""
+    _THIS.begin(forked_by)
+
+
+def forked_by() -> str | None:
+    """What forked this process, where begin_anew said so."""
+    return _THIS.forked_by
 
 
 def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: str, zygote: Zygote | None = None,

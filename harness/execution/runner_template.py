@@ -49,7 +49,6 @@ AS_PREPARED = (autotune_timing.ENV,)  # what `prepare` read from the environment
 # How long the dtype probe beside the template may take (its CUDA start and three small Triton compiles: about 2 s on the
 # GPU runner, 1.6 s on the interpreter) before it is ended: the runners wait on its lock meanwhile.
 PROBE_TIMEOUT_S = 120
-serving = False  # True in a runner forked from the template (its log says so)
 
 
 # The cells' code (Inductor's compiler with it) and the dtype probe's, imported before the case modules as a runner always
@@ -157,9 +156,7 @@ def _hash_triton_once() -> None:
 
 
 def _begin_runner() -> None:
-    global serving
-    serving = True
-    helper_process.begin_anew()
+    helper_process.begin_anew("runner template")
 
 
 def main(argv: list[str]) -> int:
