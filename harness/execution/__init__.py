@@ -1,1 +1,1 @@
-"""Running one cell: the styles built from a case, a builder per row, the checks, the helper processes."""
+"""Running one cell: the styles built from a case, a builder per row, the checks, and what a runner process runs."""

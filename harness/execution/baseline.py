@@ -4,7 +4,7 @@ Dynamo's, Inductor's and functorch's configurations are the process's. A cell ch
 undone when it ends, but torch itself changes some entries in place as it compiles (an AOTInductor build fills
 `aot_inductor.metadata`), and a case's own code may set them: the next cell in the same runner would start from what
 the last one left, where a new process starts from the defaults. Put back before each cell, every cell starts as the
-runner's first did (harness.runner).
+runner's first did (harness.execution.runner_main).
 """
 
 from __future__ import annotations

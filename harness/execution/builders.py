@@ -22,11 +22,11 @@ from filelock import FileLock
 from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
 from harness.execution import cpp_runtime
-from harness.execution.helper_process import CellProcesses
 from harness.execution.observer import GraphObserver
 from harness.execution.warm_cache import EditedInNewProcess
 from harness.model.outcome import WAITED_FOR_PACKAGE, Stage
 from harness.model.rows import Kind, Row
+from harness.processes.helper_process import CellProcesses
 
 Artifact = Callable[..., Any]
 

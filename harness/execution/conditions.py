@@ -14,10 +14,6 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-# Dynamo's configuration for a process that calls one compiled function on many examples (the condition "many
-# examples in one process"): set in every runner before its first cell, and in a reproducer that replays a cell's inputs.
-DYNAMO_FOR_MANY_EXAMPLES = {"recompile_limit": 64, "fail_on_recompile_limit_hit": True}
-
 
 @dataclass(frozen=True)
 class Condition:
@@ -35,7 +31,7 @@ class Condition:
 
 CONDITIONS = (
     Condition("the runner is the main program", ("__main__", "argv0", "session_leader", "stdin.isatty", "stdout.isatty"),
-              "`__main__` is harness.runner; stdin is the pipe its worker sends cells on, stdout and stderr its log; it "
+              "`__main__` is harness.execution.runner_main; stdin is the pipe its worker sends cells on, stdout and stderr its log; it "
               "leads a session of its own",
               "a worker's cells are sent to it one at a time (each to a process of its own unless --cells-per-process says "
               "otherwise, and the chart then says so), and a timeout kills its whole process group, compile workers included"),
@@ -91,7 +87,7 @@ CONDITIONS = (
               "torch, Triton, Inductor's compiler, export's tracer and the harness are imported before the case module, and "
               "Triton's key of its own installation computed (triton_key: a hash of its files)",
               "imported once for the run rather than once per runner; a program imports the same modules at its first "
-              "compile. Their imports ask torch for the device through torch itself (harness.execution.zygote.gpus_known), "
+              "compile. Their imports ask torch for the device through torch itself (harness.processes.zygote.gpus_known), "
               "so no torch function is replaced and Dynamo's tables hold torch's own"),
     Condition("the graph observer", ("inductor_config:post_grad_custom_post_pass",),
               "Inductor's post_grad_custom_post_pass is a pass that reads each graph and changes nothing, with a cache "

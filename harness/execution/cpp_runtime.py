@@ -19,8 +19,8 @@ import torch
 from filelock import FileLock
 
 from harness.environment import machine
-from harness.execution.helper_process import HelperProcess
 from harness.model.errors import HarnessError
+from harness.processes.helper_process import HelperProcess
 
 SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpp")
 BUILD_TIMEOUT_S = 900.0

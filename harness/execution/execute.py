@@ -31,7 +31,6 @@ from harness.execution import applicability, builders, degradation, perf, subsys
 from harness.execution import training as train
 from harness.execution import wrapping as wrappings
 from harness.execution.blame import LauncherRaised, case_files, raised_by_case_code, shown
-from harness.execution.helper_process import CellProcesses, forked_cpu_seconds
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
 from harness.model.cell import Cell
@@ -40,6 +39,7 @@ from harness.model.errors import HarnessError, Mismatch, first_line
 from harness.model.outcome import CaseCodeError, CellResult, Fault, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
 from harness.model.rows import Examples, Kind, Row
 from harness.model.settings import FULL_BATCH, Settings
+from harness.processes.helper_process import CellProcesses, forked_cpu_seconds
 
 # The harness's exceptions that already say what the cell's outcome is; everything else raised inside a
 # stage is foreign and becomes a failure at that stage.
@@ -213,7 +213,7 @@ class Execution:
         self.program: Callable[..., Any] = case.reference
         self.reference: Callable[..., Any] = case.reference
         # Whether the case's code ran in this process: a cell its row does not apply to leaves the process as it was,
-        # so the next cell may have it (with --cells-per-process=1, harness.runner gives each cell that runs code a new one).
+        # so the next cell may have it (with --cells-per-process=1, harness.processes.runner gives each cell that runs code a new one).
         self.ran_case_code = False
 
     # -- the cell ------------------------------------------------------------------------------

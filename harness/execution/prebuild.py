@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from harness.environment import machine
-from harness.execution.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
 from harness.model.cell import Cell
 from harness.model.rows import Kind
+from harness.processes.helper_process import ASKED_BY_ENV, ZYGOTE_ENV, Zygote, exit_with_asker, forked, kill_session, python_status
 
 TIMEOUT_S = 600.0  # shorter than any C++-building row's cell timeout: cells waiting on its lock still get to build
 

@@ -28,11 +28,11 @@ import torch
 from harness.authoring import registry
 from harness.authoring.case import Case, Example, dtype_name, kernel_name
 from harness.authoring.launcher import takes_namespace
-from harness.execution import conditions
 from harness.model.cell import Cell
 from harness.model.columns import OP_NAMESPACE, Wrapping
 from harness.model.errors import UsageError
 from harness.model.rows import Examples, Kind, Row
+from harness.processes import runner_template
 
 # The line a reproducer ends with, and what a program reads from it.
 LAST_LINE = re.compile(r"^(?P<verdict>FAILED|WRONG|PASSED)(?: @(?P<stage>\w+))?: (?P<rest>.*)$")
@@ -343,7 +343,7 @@ def _replay(examples: list[Example], path: str) -> list[str]:
     rows = ",\n".join(f"    (torch.{dtype_name(e.dtype)}, {e.shape!r}, {e.seed}, {dict(e.scalars)!r}, {tuple(sorted(e.absent))!r})"
                        for e in examples)
     settings = [f"if hasattr(torch._dynamo.config, {name!r}):\n    torch._dynamo.config.{name} = {value!r}"
-                for name, value in conditions.DYNAMO_FOR_MANY_EXAMPLES.items()]
+                for name, value in runner_template.DYNAMO_FOR_MANY_EXAMPLES.items()]
     return ["# The inputs the cell checked, in the order it checked them, before its smallest failing one; Dynamo set as the",
             "# cell's process was for so many calls of one compiled function (past its default recompile limit of 8 it",
             "# would run the rest eagerly, or, with fullgraph=True, fail).",

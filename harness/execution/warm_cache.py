@@ -50,13 +50,13 @@ from torch._inductor.graph import GraphLowering
 
 from harness.authoring import registry
 from harness.authoring.case import Case, kernel_function, kernel_name
-from harness.execution import autotune_timing, profiling
 from harness.execution import wrapping as wrappings
-from harness.execution.helper_process import CellProcesses, HelperProcess
 from harness.execution.wrapping import run_as_module
 from harness.model.columns import Wrapping
 from harness.model.errors import HarnessError, Mismatch, described, first_line
 from harness.model.outcome import HarnessFault, Stage
+from harness.processes import autotune_timing, profiling
+from harness.processes.helper_process import CellProcesses, HelperProcess
 
 EDIT_TIMEOUT_S = 600.0
 

@@ -163,7 +163,7 @@ class Fingerprint(Record):
     time: str | None = None
     vec_isa: dict[str, Any] | None = None  # what Inductor's CPU vector-ISA probe found (harness.environment.vec_isa)
     runner_threads: int | None = None  # CPU threads each runner's torch used (None: torch's default, one per core)
-    # How autotuners timed their configs in the cells (harness.execution.autotune_timing.DESCRIBED); None: in full,
+    # How autotuners timed their configs in the cells (harness.processes.autotune_timing.DESCRIBED); None: in full,
     # as every run did before the budget
     autotune_timing: str | None = None
     shard: ShardPart | None = None

@@ -1,9 +1,9 @@
-"""What a worker's runner (harness.runner) and its child process send each other: one line of JSON a message.
+"""What a worker's runner (harness.processes.runner) and its child process send each other: one line of JSON a message.
 
 The parent sends a CellRequest for each cell; the child answers with Events: `ready` once it can take cells, `stage`
 before each stage it enters, `result` when the cell is done, then `healthy` or `unhealthy` after it checked the GPU.
 `eof` (the child closed its end: it died) and `timeout` (no event before the deadline) are the parent's own, never sent.
-The other processes' messages are typed beside their servers: a fork request is harness.execution.zygote.ForkRequest
+The other processes' messages are typed beside their servers: a fork request is harness.processes.zygote.ForkRequest
 (the zygote, run as a script, imports nothing of the harness), the warm-cache row's harness.execution.warm_cache.EditRequest.
 """
 
@@ -26,7 +26,7 @@ class CellRequest:
     cell: Cell
     settings: Settings
     # The process ends after this cell if the cell runs the case's code: nothing it leaves behind reaches another
-    # cell, so the child need not clear it away (harness.runner's _between_cells).
+    # cell, so the child need not clear it away (harness.processes.runner_child).
     last: bool = False
 
     def line(self) -> bytes:

@@ -21,8 +21,7 @@ import pytest
 
 from harness.authoring import registry
 from harness.environment import machine, vec_isa
-from harness.execution import autotune_timing, prebuild, runner_template
-from harness.execution.helper_process import RunnerTemplate, start_zygote, stop_zygote
+from harness.execution import prebuild
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import ResultsError
@@ -45,8 +44,10 @@ from harness.plugin.options import (
 )
 from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
 from harness.plugin.status import result_of
+from harness.processes import autotune_timing, runner_template
+from harness.processes.helper_process import RunnerTemplate, start_zygote, stop_zygote
+from harness.processes.runner import INDUCTOR_CACHE, runner_env, runner_threads
 from harness.reporting import report
-from harness.runner import INDUCTOR_CACHE, runner_env, runner_threads
 
 PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
 MAX_SOCKET_PATH = 107  # bytes in a Unix socket's path on Linux (sun_path, less its terminating NUL)
@@ -123,7 +124,7 @@ class MatrixController:
         self._timeline["last_configured"] = round(time.time() - self.started, 2)
 
     def run_zygote(self, workers: int) -> str | None:
-        """The socket of the run's zygote (harness.execution.zygote), which forks the run's runner template, every
+        """The socket of the run's zygote (harness.processes.zygote), which forks the run's runner template, every
         runner the template does not and their helper processes; started at the first worker's start, in the environment
         the runners get, so that the imports it pays are the ones a runner would have paid. Before this process imports
         torch: the zygote decides itself what depends on the GPU torch sees, and the workers start 3 s sooner. In the
@@ -140,7 +141,7 @@ class MatrixController:
         return path
 
     def runner_template_socket(self) -> str | None:
-        """The socket of the run's runner template (harness.execution.runner_template), which its zygote forks."""
+        """The socket of the run's runner template (harness.processes.runner_template), which its zygote forks."""
         path = os.path.join(self.run_caches, "runners.sock")
         return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
 

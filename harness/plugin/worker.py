@@ -28,8 +28,8 @@ from harness.plugin.options import (
     run_zygote,
 )
 from harness.plugin.status import attach
+from harness.processes.runner import Runner, runner_env
 from harness.reporting.diff import accept_command, against_baseline
-from harness.runner import Runner, runner_env
 
 
 class MatrixWorker:

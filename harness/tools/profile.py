@@ -1,6 +1,6 @@
 """`python -m harness profile DIR`: where the cells of a `--profile-dir DIR` run spent their time.
 
-Each file is one cell's samples in one process (harness.execution.profiling): its seconds split into the parts
+Each file is one cell's samples in one process (harness.processes.profiling): its seconds split into the parts
 of PyTorch, Triton and the harness, without overlap. The tables sum them by part and by row; a process the runner
 waited for (the warm-cache row's new process) has rows of its own, and its time is also inside the runner's
 "waiting for a helper process". Then the innermost functions that held the most time, over every cell.
@@ -60,7 +60,7 @@ def _tables(seconds: dict[str, float], cells: dict[str, set[str]], parts: dict[s
     lines = [f"{sum(len(c) for c in cells.values())} cells, {files} sampled processes' cells, {whole:.0f} s sampled "
              "in the runners (wall time of each process's main thread)", "",
              "Where the time went, by part (each sample counted once, in the first part of "
-             "harness.execution.profiling.PARTS on its stack):", "",
+             "harness.processes.profiling.PARTS on its stack):", "",
              "| part | seconds | share |", "| --- | ---: | ---: |"]
     lines += [f"| {p} | {totals[p]:.0f} | {totals[p] / whole:.1%} |" for p in labels]
     lines += ["", "By row (seconds):", "",

@@ -5,12 +5,12 @@ import tempfile
 
 import pytest
 
-from harness.execution.helper_process import start_zygote, stop_zygote
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.rows import Row
 from harness.model.settings import DEFAULT_PROFILE, PROFILES, Settings
-from harness.runner import Runner, runner_env
+from harness.processes.helper_process import start_zygote, stop_zygote
+from harness.processes.runner import Runner, runner_env
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted.py")
 

@@ -15,7 +15,7 @@ from harness.model.outcome import CellResult, Outcome, Timings
 from harness.model.rows import Row
 from harness.model.settings import PROFILES, Settings
 from harness.plugin import estimate
-from harness.runner import Runner, runner_env
+from harness.processes.runner import Runner, runner_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))

@@ -18,8 +18,9 @@ import pytest
 import torch
 
 from harness.execution import baseline, conditions
-from harness.execution.helper_process import without_pytest
 from harness.model.rows import Kind, Row
+from harness.processes.helper_process import without_pytest
+from harness.processes.runner import RUNNER_MODULE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ON_GPU = torch.cuda.is_available()
@@ -110,7 +111,7 @@ def test_every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_h
 
 def test_a_runner_differs_from_a_fresh_python_that_imports_the_case_only_in_the_conditions_documented(idioms):
     _, _, snapshots, env, cases = idioms
-    in_runners = [s for s in snapshots if s["__main__"] == "harness.runner"]
+    in_runners = [s for s in snapshots if s["__main__"] == RUNNER_MODULE]
     assert in_runners, "no cell's make_inputs ran in a runner"
     fresh = subprocess.run([sys.executable, "-c", "import json, runpy, sys; from tests.harness import process_state; "
                             f"sys.path.insert(0, {str(cases.parent)!r}); import seeing_cases; print(json.dumps(process_state.snapshot()))"],

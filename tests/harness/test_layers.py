@@ -1,6 +1,8 @@
 """The package's layers: pyproject.toml's contract keeps imports pointing down (`lint-imports`, run in CI); these
 tests keep it true and find what the contract cannot see, two modules of one layer importing each other."""
 
+import ast
+import glob
 import itertools
 import os
 import subprocess
@@ -9,6 +11,7 @@ import sys
 import grimp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LONGEST_FUNCTION = 100  # lines: one past it is split into helpers, each with a name a reader can follow
 
 
 def test_no_two_modules_import_each_other_however_indirectly():
@@ -16,6 +19,17 @@ def test_no_two_modules_import_each_other_however_indirectly():
     circles = [(a, b) for a, b in itertools.combinations(sorted(graph.modules), 2)
                if graph.chain_exists(importer=a, imported=b) and graph.chain_exists(importer=b, imported=a)]
     assert circles == [], f"import circles: {circles}"
+
+
+def test_no_function_in_the_package_is_over_a_hundred_lines():
+    too_long = []
+    for path in glob.glob(os.path.join(ROOT, "harness", "**", "*.py"), recursive=True):
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        too_long += [f"{os.path.relpath(path, ROOT)}:{node.lineno} {node.name}, {node.end_lineno - node.lineno + 1} lines"
+                     for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and node.end_lineno - node.lineno + 1 > LONGEST_FUNCTION]
+    assert too_long == [], too_long
 
 
 def test_the_layers_contract_is_kept():

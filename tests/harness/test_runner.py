@@ -16,10 +16,10 @@ import torch
 
 from harness.authoring import registry
 from harness.environment import machine, probe
-from harness.execution import runner_template
-from harness.execution.helper_process import RunnerTemplate, _Forked, start_zygote, stop_zygote
 from harness.model.outcome import Fault, InGraph, Outcome, Stage
-from harness.runner import INDUCTOR_CACHE, Runner, runner_env
+from harness.processes import runner_template
+from harness.processes.helper_process import RunnerTemplate, _Forked, start_zygote, stop_zygote
+from harness.processes.runner import INDUCTOR_CACHE, RUNNER_MODULE, Runner, runner_env
 from tests.harness.conftest import PLANTED
 
 PLANTED_BLAME = os.path.join(os.path.dirname(__file__), "planted_blame.py")
@@ -324,8 +324,8 @@ def test_a_runner_template_forks_runners_of_its_own_cases_only_and_the_zygote_fo
         zygote_log = open(log).read()
     assert result.outcome is Outcome.PASS
     assert "runner ready (forked by the zygote" in logs[0]
-    assert f": refused harness.runner: it forks runners of {[PLANTED_BLAME]} only" in zygote_log, zygote_log
-    assert "runner template" in zygote_log.split(": refused harness.runner")[0].splitlines()[-1]
+    assert f": refused {RUNNER_MODULE}: it forks runners of {[PLANTED_BLAME]} only" in zygote_log, zygote_log
+    assert "runner template" in zygote_log.split(f": refused {RUNNER_MODULE}")[0].splitlines()[-1]
 
 
 def test_a_runner_template_whose_case_module_starts_a_thread_forks_no_runner_and_the_zygote_forks_them(run_planted, tmp_path):

@@ -383,7 +383,7 @@ _FORKED_PROBE = """
 import json, os, sys
 from torch._inductor import cpu_vec_isa
 from harness.environment import vec_isa
-from harness.execution.helper_process import python_status
+from harness.processes.helper_process import python_status
 
 statuses = []
 def python(command, env, cwd, timeout):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness.execution.helper_process import HelperProcess, _Forked, forked_cpu_seconds
+from harness.processes.helper_process import HelperProcess, _Forked, forked_cpu_seconds
 from tests.harness.test_pytest_matrix import ROOT, run_matrix
 
 CAPPED = textwrap.dedent("""
@@ -20,7 +20,7 @@ CAPPED = textwrap.dedent("""
         calls.append([warmup, rep, quantiles])
         return 0.0
     triton.testing.do_bench = do_bench
-    from harness.execution import autotune_timing
+    from harness.processes import autotune_timing
     autotune_timing.install()
     bench = triton.testing.do_bench
     bench(None, quantiles=(0.5, 0.2, 0.8))  # as Triton's autotuner calls it
@@ -148,7 +148,7 @@ int cuDeviceGetCount(int *count) { if (!initialized) return 3; *count = 1; retur
 
 ASK_ZYGOTE = textwrap.dedent("""
     import ctypes, json, sys
-    from harness.execution import zygote
+    from harness.processes import zygote
     answers = [zygote.cuda_initialized()]
     driver = ctypes.CDLL(sys.argv[1])  # as torch's and Triton's imports load the driver: loaded, not initialized
     answers.append(zygote.cuda_initialized())

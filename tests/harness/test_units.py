@@ -702,8 +702,8 @@ def test_the_warm_cache_rows_new_process_serves_every_dtype_of_a_cell_each_compi
     """One new process a cell, not one a dtype: the second dtype's request reaches the same process, which
     compiles it afresh (its own cache lookups counted), and the answers are the reference's."""
     from harness.authoring.case import Example
-    from harness.execution.helper_process import CellProcesses
     from harness.execution.warm_cache import EditedInNewProcess
+    from harness.processes.helper_process import CellProcesses
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     case, processes, pids = registry.load().cases["add"], CellProcesses(), []
@@ -747,11 +747,11 @@ def test_a_ptxas_path_the_run_itself_set_is_kept(monkeypatch):
 
 
 def test_a_fork_request_is_the_command_a_new_python_would_run_and_reads_back_as_it_was_sent():
-    from harness.execution.zygote import ForkRequest
+    from harness.processes.zygote import ForkRequest
 
     where = dict(env={"A": "1"}, cwd="/w", stderr="/w/log", status="/w/exit1.status", set_while_running=("CUDA_HOME",))
-    module = ForkRequest.of_command([sys.executable, "-m", "harness.runner", "cases.add"], **where)
-    assert (module.module, module.args, module.safe_path, module.what()) == ("harness.runner", ("cases.add",), False, "harness.runner")
+    module = ForkRequest.of_command([sys.executable, "-m", "harness.execution.runner_main", "cases.add"], **where)
+    assert (module.module, module.args, module.safe_path, module.what()) == ("harness.execution.runner_main", ("cases.add",), False, "harness.execution.runner_main")
     code = ForkRequest.of_command([sys.executable, "-P", "-c", "print(1)", "x"], **where)
     assert (code.code, code.args, code.safe_path, code.what()) == ("print(1)", ("x",), True, "-c")
     script = ForkRequest.of_command([sys.executable, "serve.py", "--port", "0"], **where)

@@ -18,11 +18,11 @@ its end of the lifeline (or dies). Where it cannot serve (it died, fork is refus
 driver, or the request's environment differs from its own in what torch's and triton's imports read: IMPORT_TIME_ENV)
 it answers so, and the caller starts the process with subprocess.
 
-A run's zygote also forks its runner template (harness.execution.runner_template) where asked: a child that goes on
+A run's zygote also forks its runner template (harness.processes.runner_template) where asked: a child that goes on
 to import what a runner process imports before its first cell, and forks the run's runners from a socket of its own.
 
     python zygote.py LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH TEMPLATE_MODULE RUNNERS_PYTHONPATH CASE_SPEC...]]
-        (harness.execution.helper_process starts it)
+        (harness.processes.helper_process starts it)
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def _child(request: ForkRequest, fds: list[int], sockets: list[socket.socket], b
 def interpreter_env(gpu: bool) -> dict[str, str]:
     """What a process's environment needs where torch sees a GPU (`gpu`), or none: without one, Triton's interpreter runs
     the kernels on the CPU (TRITON_INTERPRET, which Triton reads as it decorates kernels, its own among them at its
-    import). The runners' environment (harness.runner.runner_env) takes it from here, and so does a zygote left to
+    import). The runners' environment (harness.processes.runner.runner_env) takes it from here, and so does a zygote left to
     decide it (DECIDE_ENV), since its caller has not imported torch."""
     return {} if gpu else {"TRITON_INTERPRET": "1"}
 
@@ -307,7 +307,7 @@ def _listening(path: str) -> socket.socket:
 def main(argv: list[str]) -> int:
     """LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH TEMPLATE_MODULE RUNNERS_PYTHONPATH CASE_SPEC...]]: serve on the
     lifeline (and the socket); with a runners' socket, fork a runner template (TEMPLATE_MODULE's main(), as
-    harness.execution.runner_template has it) that serves there once its imports are done."""
+    harness.processes.runner_template has it) that serves there once its imports are done."""
     lifeline = socket.socket(fileno=int(argv[0]))
     # Bound before the imports: the run's workers connect at once and wait for the greeting.
     listening = [_listening(argv[1])] if len(argv) > 1 else []
@@ -339,7 +339,7 @@ def main(argv: list[str]) -> int:
 def _fork_runner_template(runners: socket.socket, module: str, pythonpath: str, specs: list[str], ours: list[socket.socket],
                           base_path: list[str]) -> None:
     """A child that goes on to import what a runner imports before its first cell, then forks the run's runners from
-    runners' socket (harness.execution.runner_template). Where it cannot be forked, the socket closes: the runners are
+    runners' socket (harness.processes.runner_template). Where it cannot be forked, the socket closes: the runners are
     asked of this zygote."""
     try:
         pid = os.fork()

@@ -1,9 +1,9 @@
 """A child process the harness talks to a line at a time over its stdin and stdout, its stderr kept in a log file.
 
-A Python process (`python -m MODULE` or `python SCRIPT.py`) is forked from a zygote (harness.execution.zygote): the
+A Python process (`python -m MODULE` or `python SCRIPT.py`) is forked from a zygote (harness.processes.zygote): the
 run's, where the runner was given one (ZYGOTE_ENV), else one of this process's own; any other command, or a Python
 one the zygote cannot serve, is started with subprocess. Runners are forked from the run's zygote the same way
-(harness.runner).
+(harness.processes.runner).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import time
 import weakref
 from typing import IO, Any, Mapping, NamedTuple
 
-from harness.execution.zygote import ForkRequest
+from harness.processes.zygote import ForkRequest
 
 ZYGOTE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote.py")
 STATUS_SUFFIX = ".status"  # a forked child's exit status file, which the zygote writes: "RETURNCODE CPU_SECONDS"
@@ -299,7 +299,7 @@ def _connected(path: str, bind_s: float) -> socket.socket | None:
 
 
 class RunnerTemplate(NamedTuple):
-    """The runner template a run's zygote forks (harness.execution.runner_template): the socket it serves at, the
+    """The runner template a run's zygote forks (harness.processes.runner_template): the socket it serves at, the
     module the forked child runs the main() of, and the runners' PYTHONPATH and case specs."""
 
     socket: str
@@ -310,7 +310,7 @@ class RunnerTemplate(NamedTuple):
 
 def start_zygote(log: str, path: str | None = None, env: dict[str, str] | None = None,
                  runners: RunnerTemplate | None = None) -> tuple[subprocess.Popen[bytes], socket.socket]:
-    """A zygote process (harness.execution.zygote) and this process's end of its lifeline: the zygote ends when it closes.
+    """A zygote process (harness.processes.zygote) and this process's end of its lifeline: the zygote ends when it closes.
     With `path`, it also serves whoever connects to that socket (a run's workers and runners), in `env`; with `runners`,
     it forks the run's runner template, which serves the runners at its own socket."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)

@@ -6,8 +6,8 @@ next cell), or, without it, every cell until a crash, a timeout, or a cell that 
 process is started beside each runner that will be replaced, and takes over at once, so a replacement costs no
 start-up time; without `cells_per_process`, only once one has had to be replaced (on a machine with few cores a
 standby beside every pytest worker slows the cells that run). Given the run's
-runner template (harness.execution.runner_template), runner processes are forked from it, the harness and the cases
-already imported; else from the run's zygote (harness.execution.zygote), torch and triton already imported, as their
+runner template (harness.processes.runner_template), runner processes are forked from it, the harness and the cases
+already imported; else from the run's zygote (harness.processes.zygote), torch and triton already imported, as their
 helper processes are; else (or where neither can serve) each is started with subprocess.
 
 Protocol (harness.model.messages): the parent writes a CellRequest a line to the child's stdin; the child answers on
@@ -15,13 +15,14 @@ its original stdout with Events (`ready`, `stage`, `result`, then `healthy` or `
 event with a method of its own (`_on_<kind>`), and a closed pipe (`eof`) or a deadline passed (`timeout`) are events
 too. The child's own stdout and stderr (kernels' prints, warnings, faulthandler
 dumps) go to a log file the parent reads on a crash.
+
+This module is the parent's side (`Runner`, run in a pytest worker, without torch); the child's own side is
+harness.processes.runner_child, and what it runs, its cells, harness.execution.runner_main (RUNNER_MODULE).
 """
 
 from __future__ import annotations
 
-import gc
 import os
-import resource
 import select
 import signal
 import subprocess
@@ -32,27 +33,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.authoring import registry
-from harness.environment import machine, vec_isa
-from harness.execution import autotune_timing, profiling, runner_template
-from harness.execution.helper_process import (
-    ASKED_BY_ENV,
-    ZYGOTE_ENV,
-    Zygote,
-    exit_with_asker,
-    forked,
-    forked_by,
-    kill_session,
-    python_status,
-    without_pytest,
-)
-from harness.execution.zygote import DECIDE_ENV, FORKED_ENV, interpreter_env
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
 from harness.model.messages import CellRequest, Event, EventKind
-from harness.model.outcome import CellResult, Fault, Memory, Outcome, Stage
+from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.settings import Settings
+from harness.processes import autotune_timing, profiling
+from harness.processes.helper_process import (
+    ASKED_BY_ENV,
+    ZYGOTE_ENV,
+    Zygote,
+    forked,
+    kill_session,
+    without_pytest,
+)
+from harness.processes.zygote import DECIDE_ENV, interpreter_env
 
 LOG_TAIL_LINES = 40
+# What a runner process runs (`python -m`): named, not imported, as it runs the cells, a floor above this room.
+RUNNER_MODULE = "harness.execution.runner_main"
 INDUCTOR_CACHE = "inductor-cache"  # inside a run's cache directory
 
 
@@ -70,7 +69,7 @@ def runner_env(workdir: str, worker: str = "gw0", cache_dir: str | None = None, 
     one reused on purpose), else fresh ones inside `workdir` (an old cache must never hide a compile
     failure); Triton's interpreter when there is no GPU; one GPU per pytest worker on a machine with several;
     the CPU's cores split between the `workers` runners; the autotuners' timing (full with `perf`); where the
-    cells' stack samples go (`profile_dir`, harness.execution.profiling). Without `device`, what depends on the GPU
+    cells' stack samples go (`profile_dir`, harness.processes.profiling). Without `device`, what depends on the GPU
     torch sees is left to the zygote the environment is for (zygote.DECIDE_ENV), and torch is not imported."""
     caches = cache_dir or workdir
     env = {
@@ -132,7 +131,7 @@ class Runner:
         self.start_timeout = start_timeout
         self.standby = standby
         self._zygote = Zygote(zygote) if zygote else None  # the run's, at the socket `zygote`
-        # The run's runner template (harness.execution.runner_template), at the socket `template`, which its zygote bound
+        # The run's runner template (harness.processes.runner_template), at the socket `template`, which its zygote bound
         # at its start: not there, or gone, in a moment, and the runners are forked from the zygote.
         self._template = Zygote(template, bind_s=TEMPLATE_BIND_S) if template else None
         self._preparing: threading.Thread | None = None
@@ -157,7 +156,7 @@ class Runner:
                "PYTHONPATH": registry.search_path(), ASKED_BY_ENV: str(os.getpid())}
         if self._zygote is not None:  # its helpers are forked from the run's zygote too
             env[ZYGOTE_ENV] = self._zygote.path
-        command = [sys.executable, "-m", "harness.runner", *self.case_modules]
+        command = [sys.executable, "-m", RUNNER_MODULE, *self.case_modules]
         log_path = os.path.join(self.workdir, f"runner-{self._spawned}.log")
         self._spawned += 1
         proc: Any = None
@@ -379,148 +378,3 @@ def _kill(proc: subprocess.Popen[bytes], wait: bool = True) -> None:
     for stream in (proc.stdin, proc.stdout):
         if stream:
             stream.close()
-
-
-# -- the child process --------------------------------------------------------------------------
-
-
-def _start_cuda() -> None:
-    """CUDA's start (the driver, the device's context, torch's allocator: 1-4 s where twenty processes start at once)
-    made before the runner says it is ready, while it waits as a standby, not inside its cell. A program's first CUDA
-    call does the same; the cell's code finds CUDA started, as the condition "what torch leaves in a process" says."""
-    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
-
-    torch.empty(1, device="cuda")
-    torch.cuda.synchronize()
-
-
-def _health_check(device: str) -> bool:
-    """Can this process still use the GPU? (Run after _memory_after, which synchronized and freed.)"""
-    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
-
-    if device != "cuda":
-        return True
-    try:
-        return torch.ones(1, device="cuda").add_(1).item() == 2.0
-    except Exception:
-        return False
-
-
-def _memory_before(device: str) -> float | None:
-    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
-
-    if device != "cuda":
-        return None
-    try:
-        torch.cuda.reset_peak_memory_stats()
-        return torch.cuda.memory_allocated() / 2**20
-    except Exception:  # a context the previous cell broke: the health check deals with it
-        return None
-
-
-def _memory_after(device: str, allocated_before: float | None, between_cells: bool = True) -> Memory:
-    """Read once the cell's artifacts are gone: what stays allocated is what the next cell inherits. After a process's
-    last cell nothing is cleared away (0.3-1 s a cell: the process ends, and no cell inherits anything)."""
-    import torch  # here, not at the top: the runner's parent side runs in the plugin, which needs no torch
-
-    if between_cells:
-        torch._dynamo.reset()  # the cell's compiled code goes now (the next cell resets too), so it is collected here
-        gc.collect()
-        # What survives is long-lived (registered operators, Inductor's and Triton's in-memory caches): frozen, the
-        # next cell's collection does not walk it again. Unfrozen, the collection grew to 0.6 s a cell after some
-        # hundred cells on a 2-core CPU, a fifth of a CI run's wall time.
-        gc.freeze()
-    memory = Memory(host_peak_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    try:
-        with open("/proc/self/statm") as f:
-            memory.host_rss_mb = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except (OSError, ValueError):
-        pass
-    if device == "cuda":
-        try:
-            torch.cuda.synchronize()
-            memory.gpu_allocated_before_mb = allocated_before
-            if between_cells:
-                torch.cuda.empty_cache()
-                memory.gpu_allocated_after_mb = torch.cuda.memory_allocated() / 2**20
-            memory.gpu_peak_mb = torch.cuda.max_memory_allocated() / 2**20
-            memory.gpu_reserved_mb = torch.cuda.memory_reserved() / 2**20
-        except Exception:
-            pass
-    return memory
-
-
-def main(case_modules: list[str]) -> None:
-    started = dict(os.environ)  # the run's environment, before anything in this process sets a variable
-    exit_with_asker()
-    protocol = os.fdopen(os.dup(1), "w", buffering=1)
-    os.dup2(2, 1)  # anything printed by kernels or PyTorch goes to the log, not the protocol
-    sys.stdout = os.fdopen(1, "w", buffering=1)
-
-    def send(event: Event) -> None:
-        protocol.write(event.line())
-        protocol.flush()
-
-    phases: dict[str, float] = {}
-    # Since the parent started this process: the interpreter and every import up to here.
-    phases["start"] = round(time.time() - float(os.environ.get("TCM_SPAWNED", time.time())), 2)
-    began = time.perf_counter()
-
-    def phase(name: str) -> None:
-        nonlocal began
-        phases[name] = round(time.perf_counter() - began, 2)
-        began = time.perf_counter()
-
-    cases = runner_template.prepare(case_modules)  # forked from the run's runner template: done there
-    # The child's side only, here and not at the top: the runner's parent side runs in the plugin, which needs no torch.
-    from harness.environment.probe import broken_dtypes
-    from harness.execution.baseline import ConfigBaseline, EnvironmentBaseline
-    from harness.execution.execute import Execution
-
-    phase("cases")
-    device = machine.cells_device()
-    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)  # its checks forked from the zygote
-    broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
-    phase("dtype probe")
-    if device == "cuda":
-        _start_cuda()
-        phase("CUDA")
-    configs, environment = ConfigBaseline(), EnvironmentBaseline(started)  # what every cell starts from
-    # torch's import leaves millions of long-lived objects: the collection after every cell need not
-    # walk them (it took 0.4-0.8 s a cell on the GPU runner).
-    gc.collect()
-    gc.freeze()
-    phase("gc freeze")
-    forker = forked_by() or "zygote"
-    origin = f" (forked by the {forker} {os.environ[FORKED_ENV]})" if os.environ.get(FORKED_ENV) else ""
-    print(f"runner ready{origin}: {', '.join(f'{k} {v:.2f} s' for k, v in phases.items())}", file=sys.stderr, flush=True)
-    send(Event(EventKind.READY, device=device, broken_dtypes=broken))
-
-    for line in sys.stdin:
-        request = CellRequest.parse(line)
-        cell, settings = request.cell, request.settings
-        case, ran_case_code = cases.get(cell.case), False
-        if case is None:
-            result = CellResult(cell, Outcome.ERROR, stage=Stage.SETUP, fault=Fault.HARNESS,
-                                message=f"no case named {cell.case!r} in {case_modules}")
-        else:
-            configs.restore()
-            environment.restore()
-            before = _memory_before(device)
-            announce = lambda stage: send(Event(EventKind.STAGE, stage=stage))  # noqa: E731
-            os.environ[profiling.CELL_ENV] = cell.id  # the processes the cell starts profile themselves under its name
-            execution = Execution(cell, case, settings, device, announce=announce, broken_dtypes=broken)
-            with profiling.profiled("runner"):
-                result = execution.run()
-            ran_case_code = execution.ran_case_code
-            result.memory = _memory_after(device, before, between_cells=not (request.last and ran_case_code))
-        send(Event(EventKind.RESULT, result=result, ran_case_code=ran_case_code))
-        if not _health_check(device):
-            send(Event(EventKind.UNHEALTHY))
-            os._exit(3)
-        send(Event(EventKind.HEALTHY))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

@@ -3,12 +3,12 @@
 A runner process imports, before its first cell, the harness's execution modules (Inductor's compiler with them), the
 run's cases, and at its first compile what Dynamo and Inductor import then: 3-4 s of CPU a runner under the matrix's
 load, and a run starts a runner per worker at once, then one for each that a crash, a timeout or a poisoned CUDA
-context replaces. The run's zygote (harness.execution.zygote) forks this template once its own imports are done; the
+context replaces. The run's zygote (harness.processes.zygote) forks this template once its own imports are done; the
 template imports all that once (`prepare`), then forks each runner the run's workers ask for (zygote.serve), over a
-socket the zygote bound at its start. A runner forked from it runs harness.runner as a new runner process does, finds
+socket the zygote bound at its start. A runner forked from it runs RUNNER_MODULE as a new runner process does, finds
 what it imports imported, and its device's dtype probe recorded by a process the template started before its imports.
 
-It serves only what it stands for: a runner process (the module harness.runner) of its own case specs, from the
+It serves only what it stands for: a runner process (harness.processes.runner.RUNNER_MODULE) of its own case specs, from the
 working directory it imported them in, with an import path that finds each module their import imported where the
 template found it (a worker's path gains the case files' folders as it collects), in the environment the zygote
 imported torch and Triton with (as the zygote checks), and with the autotune timing it installed (AS_PREPARED).
@@ -35,8 +35,9 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.authoring import registry
-from harness.execution import autotune_timing, conditions, helper_process, zygote
-from harness.execution.zygote import ForkRequest
+from harness.processes import autotune_timing, helper_process, zygote
+from harness.processes.runner import RUNNER_MODULE
+from harness.processes.zygote import ForkRequest
 
 if TYPE_CHECKING:  # the plugin imports this module through the runner's parent side, which needs no torch
     from harness.authoring.case import Case
@@ -45,19 +46,22 @@ if TYPE_CHECKING:  # the plugin imports this module through the runner's parent 
 # and its graph passes, Dynamo's Inductor backend, export's tracer (about 150 modules; on the GPU runner a process's first
 # compile took 0.6-2 s of CPU more than its second).
 FIRST_COMPILE = ("torch._inductor.compile_fx", "torch._dynamo.backends.inductor", "torch.export._trace")
+# Dynamo's configuration for a process that calls one compiled function on many examples (the condition "many
+# examples in one process"): set in every runner before its first cell, and in a reproducer that replays a cell's inputs.
+DYNAMO_FOR_MANY_EXAMPLES = {"recompile_limit": 64, "fail_on_recompile_limit_hit": True}
 AS_PREPARED = (autotune_timing.ENV,)  # what `prepare` read from the environment, which a runner must share with it
 # How long the dtype probe beside the template may take (its CUDA start and three small Triton compiles: about 2 s on the
 # GPU runner, 1.6 s on the interpreter) before it is ended: the runners wait on its lock meanwhile.
 PROBE_TIMEOUT_S = 120
 
 
-# The cells' code (Inductor's compiler with it) and the dtype probe's, imported before the case modules as a runner always
-# had them.
-CELLS_CODE = ("harness.execution.execute", "harness.environment.probe")
+# The cells' code (Inductor's compiler with it), the dtype probe's and the runner's own side, imported before the case
+# modules as a runner always had them (named, not imported at the top: they are a floor above, or need torch).
+CELLS_CODE = ("harness.execution.execute", "harness.environment.probe", "harness.processes.runner_child")
 
 
 def prepare(case_specs: list[str]) -> dict[str, Case]:
-    """What a runner process does before it knows its device (harness.runner), and the template once for the run's
+    """What a runner process does before it knows its device (harness.execution.runner_main), and the template once for the run's
     runners: the cases (their problems the plugin reports), with the cells' code imported before them."""
     autotune_timing.install()  # before the case modules: one that binds Triton's benchmarker binds the capped one
     for module in CELLS_CODE:
@@ -66,7 +70,7 @@ def prepare(case_specs: list[str]) -> dict[str, Case]:
     import torch._dynamo.config as dynamo_config
 
     # Many dtypes and shapes per cell: never fall back to eager silently at the recompile limit.
-    for name, value in conditions.DYNAMO_FOR_MANY_EXAMPLES.items():
+    for name, value in DYNAMO_FOR_MANY_EXAMPLES.items():
         if hasattr(dynamo_config, name):
             setattr(dynamo_config, name, value)
     return cases
@@ -99,7 +103,7 @@ def _imported_from(name: str) -> str | None:
 
 def _refusal(specs: list[str], cwd: str, imported: dict[str, str | None], base_path: list[str], request: ForkRequest) -> str | None:
     """Why a runner the request asks for would not be the process this template stands for, or None."""
-    if request.module != "harness.runner" or list(request.args) != specs:
+    if request.module != RUNNER_MODULE or list(request.args) != specs:
         return f"it forks runners of {specs} only"
     if request.cwd != cwd:
         return "its working directory differs from the one the cases were imported in"

@@ -37,7 +37,7 @@ PARTS: tuple[tuple[str, tuple[tuple[str, str | None], ...]], ...] = (
     ("C++ compiler (Inductor's builds)", (("torch/_inductor/cpp_builder.py", None),)),
     ("Triton compile", (("triton/compiler/compiler.py", "compile"),)),
     ("autotuning: timing configs", (("triton/testing.py", None), ("torch/_inductor/runtime/benchmarking.py", None))),
-    ("waiting for a helper process (new process, C++ runner)", (("harness/execution/helper_process.py", None),)),
+    ("waiting for a helper process (new process, C++ runner)", (("harness/processes/helper_process.py", None),)),
     ("AOTInductor load", (("torch/_inductor/__init__.py", "aoti_load_package"),)),
     ("Inductor (lowering, code generation, loading)", (("torch/_inductor/", None),)),
     ("AOTAutograd", (("torch/_functorch/", None),)),
