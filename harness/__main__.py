@@ -6,7 +6,11 @@ they measured the same environment; with `--rerun`, each later file re-ran cells
 its results replace theirs (the chart names the re-runs).
 
 `python -m harness diff OLD.json NEW.json [--out FILE]` compares two runs: exit 0 with no regressions,
-1 with regressions, 2 for bad input.
+1 with regressions, 2 for bad input, 4 when either run is incomplete (killed or interrupted: its missing cells are not
+compared, so an upgrade gate must not pass on it).
+
+Every command's exit statuses are in one table in docs/commands.md ("Exit statuses"); an error is one line on stderr,
+never a traceback.
 
 `python -m harness history A.json B.json [C.json ...] [--out FILE]` charts runs of several environments, oldest
 first, one column each (files of one environment share it), and the cells that broke, were fixed or fail
@@ -39,14 +43,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from harness.model import results as results_file
-from harness.model.errors import ResultsError
+from harness.model.errors import OutputNotWritten, ResultsError, UsageError
 from harness.model.results import merge
 from harness.reporting import diff, history, report
 
 # The commands that run pytest, and take the arguments they do not know as pytest's.
 _RUN_PYTEST = ("run", "bench", "repeat")
+# Exit statuses of the commands that read results files (docs/exit-codes.md; `run` has pytest's).
+OK, REGRESSED, UNUSABLE, NOT_WRITTEN, INCOMPLETE = 0, 1, 2, 3, 4
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,6 +105,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(pytest_args)}")
     if pytest_args[:1] == ["--"]:
         pytest_args = pytest_args[1:]
+    try:
+        return _command(args, pytest_args, parser)
+    except (UsageError, ResultsError) as exc:  # the harness's own errors, mapped to statuses here and nowhere else
+        print(f"error: {exc}", file=sys.stderr)
+        return UNUSABLE
+    except OutputNotWritten as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return NOT_WRITTEN
+
+
+def _command(args: argparse.Namespace, pytest_args: list[str], parser: argparse.ArgumentParser) -> int:
     if args.command == "run":
         return _run(pytest_args)
     if args.command == "cases":
@@ -116,42 +134,58 @@ def main(argv: list[str] | None = None) -> int:
         from harness.tools import bench  # here, not at the top: report, diff and history run where only tabulate is installed
 
         return bench.main(pytest_args, args.out, args.report_dir)
-    try:
-        if args.command == "diff":
-            return _diff(args.old, args.new, args.out)
-        if args.command == "history":
-            return _history(args.results, args.out)
-        merged = merge([(p, results_file.load(p)) for p in args.results], rerun=args.rerun)
-    except ResultsError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if args.command == "diff":
+        return _diff(args.old, args.new, args.out)
+    if args.command == "history":
+        return _history(args.results, args.out)
+    merged = merge([(p, results_file.load(p)) for p in args.results], rerun=args.rerun)
     for path in report.write(merged, args.out):
         print(path)
-    return 0
+    return OK
 
 
 def _diff(old_path: str, new_path: str, out: str | None) -> int:
     old, new = results_file.load(old_path), results_file.load(new_path)
     result = diff.compare(old, new)
-    text = diff.render(old_path, old, new_path, new, result)
-    if out:
-        results_file.write_atomic(out, text)
-    else:
-        print(text)
+    _written(out, diff.render(old_path, old, new_path, new, result), diff.headline(result).replace("**", ""))
     if old.fingerprint.mode != new.fingerprint.mode:
         print(f"warning: comparing a {old.fingerprint.mode} run with a {new.fingerprint.mode} run", file=sys.stderr)
-    return 1 if result.regressed else 0
+    return _incomplete([(old_path, old), (new_path, new)]) or (REGRESSED if result.regressed else OK)
 
 
 def _history(paths: list[str], out: str | None) -> int:
     text, broke = history.history(paths)
-    if out:
-        results_file.write_atomic(out, text)
-    else:
-        print(text)
+    _written(out, text, broke or "nothing broke between neighbours")
     if broke:
         print(broke, file=sys.stderr)
-    return 1 if broke else 0
+    return _incomplete([(p, results_file.load(p)) for p in paths]) or (REGRESSED if broke else OK)
+
+
+def _incomplete(runs: list[tuple[str, Any]]) -> int:
+    """INCOMPLETE, saying which, where a run compared is incomplete (its cells that never reported are not compared:
+    a gate must not pass on a killed run); else 0."""
+    incomplete = [path for path, run in runs if not run.complete]
+    if not incomplete:
+        return OK
+    print(f"error: {' and '.join(incomplete)}: an incomplete run (killed or interrupted): its cells that never reported "
+          "were not compared", file=sys.stderr)
+    return INCOMPLETE
+
+
+def _written(out: str | None, text: str, summary: str) -> None:
+    """A tool's markdown: to --out, saying so with its summary line, or to standard output."""
+    if not out:
+        print(text)
+        return
+    _write_out(out, text)
+    print(f"wrote {out}: {summary}")
+
+
+def _write_out(out: str, text: str) -> None:
+    try:
+        results_file.write_atomic(out, text)
+    except OSError as exc:
+        raise OutputNotWritten(f"--out {out}: cannot write it: {exc.strerror or exc}") from None
 
 
 def _run(pytest_args: list[str]) -> int:
@@ -163,23 +197,18 @@ def _run(pytest_args: list[str]) -> int:
 
 
 def _repro(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from harness.model.errors import UsageError  # here, not at the top: report, diff and history run where only tabulate is installed
     from harness.tools import reproduce
 
-    try:
-        if args.check:
-            if args.cell or not args.out:
-                parser.error("repro --check RESULTS.json takes --out DIR and no cell")
-            return reproduce.check(args.check, args.out, args.cases, args.jobs, args.timeout, args.match, args.passing)
-        if not args.cell:
-            parser.error("repro needs a cell id (or --check RESULTS.json)")
-        path = args.results or ("reports/results.json" if os.path.exists("reports/results.json") else None)
-        text = reproduce.source(args.cell, results_file.load(path) if path else None, args.cases, args.device)
-    except (UsageError, ResultsError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if args.check:
+        if args.cell or not args.out:
+            parser.error("repro --check RESULTS.json takes --out DIR and no cell")
+        return reproduce.check(args.check, args.out, args.cases, args.jobs, args.timeout, args.match, args.passing)
+    if not args.cell:
+        parser.error("repro needs a cell id (or --check RESULTS.json)")
+    path = args.results or ("reports/results.json" if os.path.exists("reports/results.json") else None)
+    text = reproduce.source(args.cell, results_file.load(path) if path else None, args.cases, args.device)
     if args.out:
-        results_file.write_atomic(args.out, text)
+        _write_out(args.out, text)
         print(f"wrote {args.out}: run it with `python {args.out}`")
     else:
         print(text, end="")
@@ -203,13 +232,12 @@ def _profile(directory: str, out: str | None) -> int:
     from harness.tools import profile  # here, not at the top: like bench, a tool of its own
 
     if not os.path.isdir(directory):
-        print(f"error: {directory} is not a folder (the one given to pytest --matrix --profile-dir)", file=sys.stderr)
-        return 2
+        raise UsageError(f"{directory} is not a folder (the one given to pytest --matrix --profile-dir)")
     text = profile.summarize(directory)
     print(text, end="")
     if out:
-        results_file.write_atomic(out, text)
-    return 0
+        _write_out(out, text)
+    return OK
 
 
 def _cases(specs: list[str] | None) -> int:

@@ -7,6 +7,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
@@ -116,7 +117,7 @@ def fingerprint(this: Fingerprint, profile: Profile, workers: int, caches: str =
 
     return dataclasses.replace(this, hypothesis=ProfileUsed.from_json({"version": hypothesis.__version__, **profile.to_json()}),
                                workers=workers, caches=caches,
-                               command=" ".join(["pytest" if "pytest" in sys.argv[0] else os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+                               command=shlex.join(["pytest" if "pytest" in sys.argv[0] else os.path.basename(sys.argv[0]), *sys.argv[1:]]),
                                time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
 
 

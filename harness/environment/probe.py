@@ -43,6 +43,11 @@ def _extern_call_kernel(a, out, n, LIBRARY: tl.constexpr, NAME: tl.constexpr, AR
     tl.store(out + offsets, result, mask=mask)
 
 
+@triton.jit
+def _scalar_to_kernel(out, scalar):
+    tl.store(out, scalar.to(tl.float32))
+
+
 RECORD = "tcm-probes.json"
 
 
@@ -138,6 +143,23 @@ def wrap_triton_takes_interpreted(record_dir: str | None = None) -> str | None:
             return f"{type(exc).__name__}: {first_line(exc)}"[:300]
 
     return _recorded(record_dir, "wrap_triton taking an interpreted kernel", measure)
+
+
+def interpreted_scalar_to(kind: str, record_dir: str | None = None) -> str | None:
+    """Why Triton's CPU interpreter cannot run `.to(...)` on a scalar argument given as a Python `kind` ("float",
+    "int"), or None where it can: a trivial kernel converting its scalar argument, launched once under the
+    interpreter. Triton 3.9's interpreter hands the kernel the Python number itself ("'float' object has no attribute
+    'to'"); compiled for a GPU, the argument is a scalar of the kernel's, which has `.to`."""
+
+    def measure() -> str | None:
+        out = torch.zeros(1)
+        try:
+            _scalar_to_kernel[(1,)](out, {"float": 1.5, "int": 3}[kind])
+            return None
+        except Exception as exc:  # noqa: BLE001 - the failure is the answer
+            return f"{type(exc).__name__}: {first_line(exc)}"[:300]
+
+    return _recorded(record_dir, f"the interpreter converting a Python {kind} argument", measure)
 
 
 def interpreted_extern(module: str, name: str, arity: int, record_dir: str | None = None) -> str | None:

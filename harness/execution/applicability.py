@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import re
 from typing import Any, Callable, Mapping
 
 from harness.authoring import registry
@@ -31,6 +32,9 @@ class Probes:
 
     def autotuning(self, device: str) -> str | None:
         return probe.autotuning(device, self.record_dir)
+
+    def interpreted_scalar_to(self, kind: str) -> str | None:
+        return probe.interpreted_scalar_to(kind, self.record_dir)
 
     def interpreted_extern(self, module: str, name: str, arity: int) -> str | None:
         return probe.interpreted_extern(module, name, arity, self.record_dir)
@@ -165,6 +169,21 @@ def wrap_triton_refuses_interpreted(cell: Cell, case: Case, env: RunEnvironment)
         return None
     return ("not tested here: this torch's wrap_triton refuses the kernels of Triton's CPU interpreter, so the triton_op "
             f"style cannot run here (probed once a run with a trivial kernel: {failure}); on a GPU it runs")
+
+
+def interpreter_scalar_limit(error: BaseException, env: RunEnvironment) -> str | None:
+    """Why a launcher's plain eager call failed on an interpreter limit, not on the case or the path, or None: on the
+    interpreter, a kernel that calls `.to(...)` on a scalar argument given as a Python float or int meets the number
+    itself (probed once a run with a trivial kernel doing the same). Every style's cell would fail the same way; on
+    a GPU the argument is a scalar of the kernel's and the cells run. Asked of what the launcher raised, since which
+    arguments are Python numbers shows only when it is called."""
+    found = re.search(r"'(float|int)' object has no attribute 'to'", str(error)) if env.interpreted else None
+    failure = found and env.probes.interpreted_scalar_to(found.group(1))
+    if not failure or found.group(0) not in failure:  # the probe meets the same limit, or the launcher's failure is its own
+        return None
+    return (f"not tested here: Triton's interpreter hands a kernel a Python {found.group(1)} argument as the number itself, "
+            f"and this kernel converts one with .to(...) (probed once a run with a trivial kernel doing so: {failure}); "
+            "on a GPU the argument is a scalar of the kernel's and the cell runs")
 
 
 def left_to_other_profiles(cell: Cell, case: Case, env: RunEnvironment) -> str | None:

@@ -62,6 +62,7 @@ class Build:
     call: Callable[[Artifact, tuple[Any, ...]], Any]  # run an artifact once, as the checks do
     edit: Edit | None = None  # what the warm-cache row edits and rebuilds in its new process
     spent: Callable[[str, float], None] = lambda part, seconds: None  # seconds of the cell's work outside any stage (waiting)
+    warnings: list[str] = dataclasses.field(default_factory=list)  # the cell's (CellResult.warnings): a shared build's join them
     # The processes the cell's builds share: the one that serves its packages, one per dtype.
     processes: CellProcesses = dataclasses.field(default_factory=CellProcesses)
 
@@ -153,7 +154,8 @@ def _package(build: Build) -> str:
 
     if build.shared is None:
         return make()
-    return _shared_package(make, build.shared, f"{build.shared.key}-{program_digest(exported)}", build.observer, build.spent)
+    return _shared_package(make, build.shared, f"{build.shared.key}-{program_digest(exported)}", build.observer, build.spent,
+                           build.warnings)
 
 
 def program_digest(exported: torch.export.ExportedProgram) -> str:
@@ -291,21 +293,26 @@ def _kernel_identity(kernel: Any) -> list[str]:
 
 
 def _shared_package(make: Callable[[], str], shared: Shared, key: str, observer: GraphObserver,
-                    spent: Callable[[str, float], None]) -> str:
+                    spent: Callable[[str, float], None], warnings: list[str]) -> str:
     """The first cell of a program builds the package while the others wait; they take it, with the
-    operators its graphs held. A failed build is not shared: each cell meets its own failure."""
+    operators its graphs held and the warnings PyTorch logged while it was built (a mutation analysis that gave
+    up is a finding of every cell that runs the package). A failed build is not shared: each cell meets its own
+    failure."""
     os.makedirs(shared.packages, exist_ok=True)
     package, targets = (os.path.join(shared.packages, key + ext) for ext in (".pt2", ".targets.json"))
     asked = time.perf_counter()
     with FileLock(os.path.join(shared.packages, key + ".lock")):
         spent(WAITED_FOR_PACKAGE, time.perf_counter() - asked)
         if not os.path.exists(package):
+            before = len(warnings)
             built = make()
             with open(targets, "w") as f:
-                json.dump(sorted(observer.targets), f)
+                json.dump({"targets": sorted(observer.targets), "warnings": warnings[before:]}, f)
             shutil.copyfile(built, package + ".part")
             os.replace(package + ".part", package)  # whole or absent, even if this process dies
         else:
             with open(targets) as f:
-                observer.targets.update(json.load(f))
+                recorded = json.load(f)
+            observer.targets.update(recorded["targets"])
+            warnings += [w for w in recorded["warnings"] if w not in warnings]
     return package

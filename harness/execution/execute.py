@@ -171,8 +171,13 @@ class _Raised:
 
 
 # One plain eager call of each launcher a runner process tests, by (case, the callable's column, dtype, device):
-# what it raised in the case's own code, or None where it ran or raised something the cells must measure.
-_plain_eager: dict[tuple[str, str, str, str], _Raised | None] = {}
+# what it raised in the case's own code, why it cannot be tested here (an interpreter limit, as a str), or None where
+# it ran or raised something the cells must measure.
+_plain_eager: dict[tuple[str, str, str, str], _Raised | str | None] = {}
+
+
+class _NotTestedHere(Exception):
+    """The launcher's plain eager call met a limit of this machine every style would meet (applicability)."""
 
 
 # Hypothesis's phases a cell runs: all but `explain`, which, once an example has failed, traces every line of
@@ -260,6 +265,9 @@ class Execution:
         except _DECIDED as exc:
             _record(self.result, exc)
             return
+        except _NotTestedHere as exc:
+            self.result.outcome, self.result.message = Outcome.SKIPPED, str(exc)
+            return
         torch._dynamo.reset()
 
         counters.clear()
@@ -314,9 +322,10 @@ class Execution:
         Before a style cell runs its row, the launcher (the shipped op, in its column) is called once, plain, on the
         example input of each dtype the cell checks, on the run's device: once a runner process per case, callable
         and dtype. What it raises in the case's own code (raised_by_case_code) every style meets on every row; it is
-        the case's error, with its place and the fix, in each of them, not a failure of the styles. Whatever else
-        the call raises (torch, a Triton compile error, an interpreter limit) is left for the cell to measure as it
-        would without the call, except a device fault: the context it poisons would fail the cell's next step, in
+        the case's error, with its place and the fix, in each of them, not a failure of the styles. An interpreter
+        limit every style meets, which a probe confirms (applicability.interpreter_scalar_limit), makes the cell not
+        tested here. Whatever else the call raises (torch, a Triton compile error) is left for the cell to measure as
+        it would without the call, except a device fault: the context it poisons would fail the cell's next step, in
         the wrong place, so it is the cell's failure at run. It runs before the cell resets Dynamo and the
         autotuners, so it leaves nothing the cell measures. The control runs no launcher."""
         if self.cell.wrapping is Wrapping.CONTROL:
@@ -327,10 +336,14 @@ class Execution:
             if key not in _plain_eager:
                 _plain_eager[key] = self._call_in_plain_eager(called, dtype)
             raised = _plain_eager[key]
+            if isinstance(raised, str):  # a cell that runs the reference alone (a CPU fallback) still measures it
+                if applicability.runs_reference_only(self.cell):
+                    continue
+                raise _NotTestedHere(raised)
             if raised is not None:
                 raise LauncherRaised(Stage.RUN, raised.error, raised.explained, raised.where)
 
-    def _call_in_plain_eager(self, called: Wrapping, dtype: torch.dtype) -> _Raised | None:
+    def _call_in_plain_eager(self, called: Wrapping, dtype: torch.dtype) -> _Raised | str | None:
         example = Example(dtype, self.case.example_shape, seed=0)
         with self.case_code(Stage.SETUP):
             inputs = self.case.inputs(example, self.run_device)
@@ -346,7 +359,7 @@ class Execution:
             fault = _pending_device_fault()
             if fault is not None:
                 raise _failure(Stage.RUN, fault) from exc
-            return self._raised_by_the_case(exc, called, example)
+            return applicability.interpreter_scalar_limit(exc, self.environment) or self._raised_by_the_case(exc, called, example)
         finally:
             self.spent(Stage.RUN.value, time.perf_counter() - start)
         fault = _pending_device_fault()
@@ -474,7 +487,7 @@ class Execution:
                 row=self.cell.row, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, batched=self.case.batched,
                 dims=self.case.dynamic_dims,
                 workdir=self.settings.workdir, label=f"{self.cell.id}-{variant}", observer=self.observer,
-                shared=shared, stage=self.stage, call=self.call, spent=self.spent, processes=self.processes,
+                shared=shared, stage=self.stage, call=self.call, spent=self.spent, processes=self.processes, warnings=self.result.warnings,
                 edit=builders.Edit(self.case, self.cell.wrapping.value) if self.cell.row.spec.kind is Kind.WARM_CACHE else None,
             )
             start = time.perf_counter()

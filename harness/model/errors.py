@@ -48,6 +48,11 @@ class ResultsError(HarnessError, ValueError):
     """A results file that cannot be used: the message names the file and what is wrong."""
 
 
+class OutputNotWritten(HarnessError):
+    """A report or a tool's output could not be written (a full disk, a file that may not change, a folder that is
+    not there): the message names it; where it replaced a set of reports, the old set is as it was."""
+
+
 class CaseError(HarnessError, ValueError):
     """A case is malformed: the message names the case and what to fix."""
 

@@ -3,6 +3,7 @@ environment merged."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -13,7 +14,7 @@ from typing import Any
 
 from harness.model import jsontext
 from harness.model.cell import Cell
-from harness.model.errors import CellIdError, ResultsError
+from harness.model.errors import CellIdError, OutputNotWritten, ResultsError
 from harness.model.fingerprint import Fingerprint, Rerun, ShardsMerged
 from harness.model.outcome import CellResult
 
@@ -85,15 +86,71 @@ def write_atomic(path: str, content: str | bytes) -> None:
     mkstemp's 0600: reports are shared CI artifacts, read by other users."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
+    tmp = _staged(directory, os.path.basename(path), content)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())
-        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f:
-            f.write(content)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_together(directory: str, contents: dict[str, str | bytes], remove: tuple[str, ...] = ()) -> list[str]:
+    """Replace a set of files in `directory` as one: every new file is written beside its target first (a full disk
+    stops it there), each old one is kept under a second name (a file that cannot be replaced, such as an immutable
+    one, stops it there), and only then are they replaced; a failure on the way puts every old file back and
+    raises OutputNotWritten. `remove`: files that must not outlive the set (removed last). Returns the paths."""
+    staged: dict[str, str] = {}
+    kept: dict[str, str] = {}
+    replaced: list[str] = []
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for name, content in contents.items():
+            staged[name] = _staged(directory, name, content)
+        for name in (*contents, *remove):
+            target = os.path.join(directory, name)
+            if os.path.lexists(target):
+                kept[name] = os.path.join(directory, f".old-{os.getpid()}-{name}")
+                os.link(target, kept[name])  # fails, as a replacement would, on a file that may not change
+        for name, path in staged.items():
+            os.replace(path, os.path.join(directory, name))
+            replaced.append(name)
+        for name in remove:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(directory, name))
+    except BaseException as exc:  # an interruption too puts the old set back
+        _put_back(directory, replaced, kept)
+        if isinstance(exc, OSError):
+            raise OutputNotWritten(f"the reports in {directory} were not replaced, and are as they were: {exc}") from None
+        raise
+    finally:
+        for path in (*staged.values(), *kept.values()):
+            with contextlib.suppress(OSError):
+                os.remove(path)
+    return [os.path.join(directory, name) for name in contents]
+
+
+def _staged(directory: str, name: str, content: str | bytes) -> str:
+    """`content` in a new file beside `name`, with the mode write_atomic gives."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=name)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "wb" if isinstance(content, bytes) else "w") as f:
+            f.write(content)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _put_back(directory: str, replaced: list[str], kept: dict[str, str]) -> None:
+    """Undo write_together's replacements: each old file back, a new file that had none before removed."""
+    for name in replaced:
+        target = os.path.join(directory, name)
+        with contextlib.suppress(OSError):
+            if name in kept:
+                os.replace(kept.pop(name), target)
+            else:
+                os.remove(target)
 
 
 def dumps(results: Results) -> str:
@@ -132,7 +189,7 @@ def load(path: str) -> Results:
         )
     except CellIdError as exc:
         raise ResultsError(f"{path}: unknown cell id: {exc}") from None
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of the wrong type (null where an object is)
         raise ResultsError(f"{path}: malformed results: {type(exc).__name__}: {exc}") from None
 
 

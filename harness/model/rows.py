@@ -45,10 +45,12 @@ Applies = Callable[[Any, Wrapping], "str | None"]
 
 
 def _has_gradient(case: Any, wrapping: Wrapping) -> str | None:
-    # The shipped op, like the raw launcher, is trained as it is: whatever gradient its library gives it is checked.
+    # The shipped op is trained as it is: whatever gradient its library gives it is checked. The raw launcher is trained
+    # as it is too, but only where the case declares a backward: the gradient its kernels have, which raw loses. Where
+    # the case declares none there is no gradient to lose, and a raw cell would only say the case has no backward.
     if case.mutates:
         return "the case mutates its inputs: it has no gradient to check"
-    if case.backward is None and wrapping in (Wrapping.RAW_AUTOGRAD, *OPERATOR_STYLES):
+    if case.backward is None and wrapping in (Wrapping.RAW, Wrapping.RAW_AUTOGRAD, *OPERATOR_STYLES):
         return "the case declares no backward"
     return None
 
@@ -215,6 +217,8 @@ def parse_timeouts(values: list[str]) -> dict[str, float]:
             chosen[row or "*"] = float(seconds)
         except ValueError:
             raise UsageError(f"--cell-timeout {value!r}: {seconds!r} is not a number of seconds") from None
+        if not 0 < chosen[row or "*"] < float("inf"):  # 0 or less would time every cell out before it starts
+            raise UsageError(f"--cell-timeout {value!r}: give a number of seconds above 0 (for example {row + '=' if row else ''}600)")
     return chosen
 
 

@@ -30,6 +30,8 @@ from harness.plugin.options import (
     MATRIX_OPTIONS,
     SHARD,
     WORKER,
+    check_baseline,
+    check_report_dir,
     pytest_addoption,
     requested,
     runs_cells_here,
@@ -57,6 +59,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     try:
         parse_timeouts(config.getoption("cell_timeout"))
+        check_baseline(config)
+        check_report_dir(config)
         if config.getoption("shard"):
             shard.parse(config.getoption("shard"))
         elif config.getoption("shard_timings"):

@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -14,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Iterator
 
 import pytest
@@ -24,7 +25,7 @@ from harness.environment import machine, vec_isa
 from harness.execution import prebuild
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
-from harness.model.errors import ResultsError
+from harness.model.errors import OutputNotWritten, ResultsError
 from harness.model.fingerprint import Fingerprint, ShardPart
 from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Fault, Outcome
@@ -44,6 +45,7 @@ from harness.plugin.options import (
 )
 from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
 from harness.plugin.status import result_of
+from harness.plugin.worker import MatrixWorker
 from harness.processes import autotune_timing, runner_template
 from harness.processes.helper_process import RunnerTemplate, start_zygote, stop_zygote
 from harness.processes.runner import INDUCTOR_CACHE, runner_env, runner_threads
@@ -170,8 +172,8 @@ class MatrixController:
             signal.signal(signal.SIGTERM, self._sigterm)
         if self._prebuilding is not None:
             self._prebuilding.stop()
-        if self._zygote is not None:
-            stop_zygote(*self._zygote)
+        if self._zygote is not None:  # a run in which no cell reported has nothing of it to wait for (it may be importing still)
+            stop_zygote(*self._zygote, kill=not self.results)
         logs = config.getoption("runner_logs")
         for name in ("zygote.log", "prebuild.log"):
             if logs and os.path.exists(log := os.path.join(self.run_caches, name)):
@@ -202,14 +204,16 @@ class MatrixController:
         """Start reading what this machine is (machine.this_machine(): seconds of imports, nvidia-smi, the compilers and
         git) in a process of its own, beside the run's first cells, instead of after the last one; the reports take it."""
         if self._this_machine is None:
-            def read() -> Fingerprint | None:
-                this = machine.read_in_a_process()
-                self._timeline["machine_read"] = round(time.time() - self.started, 2)
-                return this
+            read: Future[Fingerprint | None] = Future()
 
-            reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tcm-this-machine")
-            self._this_machine = reader.submit(read)
-            reader.shutdown(wait=False)
+            def reading() -> None:
+                read.set_result(machine.read_in_a_process())
+                self._timeline["machine_read"] = round(time.time() - self.started, 2)
+
+            # A daemon thread, not an executor's: a run that ends before it needs the answer (none of its cells
+            # selected) does not wait at its exit for the reading process's imports.
+            threading.Thread(target=reading, name="tcm-this-machine", daemon=True).start()
+            self._this_machine = read
         return self._this_machine
 
     def _plan(self) -> estimate.Plan:
@@ -245,7 +249,7 @@ class MatrixController:
     def hold_report_folder(self) -> None:
         """Take the report folder's lock for the whole run; pytest.UsageError, naming the run that holds it, if
         another run writes there."""
-        self._report_lock = ReportFolderLock(self._locked_dir(), command=" ".join(["pytest", *self.config.invocation_params.args]))
+        self._report_lock = ReportFolderLock(self._locked_dir(), command=shlex.join(["pytest", *self.config.invocation_params.args]))
         try:
             self._report_lock.acquire()
         except ReportFolderBusy as exc:
@@ -367,7 +371,11 @@ class MatrixController:
             timeline=self._timeline,
         )
         report_dir = self._final_report_dir(results.complete)
-        written = report.write(results, report_dir)
+        try:
+            written = report.write(results, report_dir)
+        except OutputNotWritten as exc:
+            self._not_written(session, results, exc)
+            return
         baseline_notes = self._baseline(results)
         counts: dict[str, int] = {}
         for c in results.cells:
@@ -390,6 +398,18 @@ class MatrixController:
         for note in baseline_notes:
             say((note, {}))
 
+    def _not_written(self, session: pytest.Session, results: Results, exc: OutputNotWritten) -> None:
+        """The reports could not replace the old ones (a full disk, a file that may not change): the old set stays, the
+        run's results are kept where they can be, and the run exits 3 saying so, without a traceback."""
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        kept = None
+        with contextlib.suppress(OSError):
+            kept = os.path.join(tempfile.mkdtemp(prefix="triton-compat-matrix-"), "results.json")
+            results_file.save(results, kept)
+        where = (f"this run's results are in {kept} (the report command writes their reports from it)" if kept
+                 else "this run's results could not be kept anywhere either")
+        self._summary.append((f"REPORTS NOT WRITTEN: {exc}; {where}", {"red": True}))
+
     def _nothing_measured(self, session: pytest.Session, problems: list[Any]) -> None:
         """A run in which no cell reported writes no reports (they would replace a real chart with an empty one)
         and fails, saying why."""
@@ -410,7 +430,8 @@ class MatrixController:
     def _why_stopped(self, session: pytest.Session) -> str | None:
         if self.stopped_by:
             return self.stopped_by
-        if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        worker = MatrixWorker.of(self.config)
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED or (worker and worker.interrupts and worker.interrupts.count):
             return "interrupted (Ctrl-C)"
         if session.shouldstop:
             return f"stopped: {session.shouldstop}"
@@ -426,7 +447,7 @@ class MatrixController:
         if old is not None:
             absent = sorted(cell.id for cell in set(old.by_cell()) - {c.cell for c in results.cells})
             if absent:
-                notes.append(f"{len(absent)} baseline cells did not run: {', '.join(absent[:10])}")
+                notes.append(f"{len(absent)} baseline cells did not run: {', '.join(absent[:10])}{f', and {len(absent) - 10} more' if len(absent) > 10 else ''}")
         if self.config.getoption("accept"):
             flaky = {c.cell: c.flaky for c in old.cells if c.flaky} if old else {}
             for cell in results.cells:

@@ -174,6 +174,9 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan) -> float | None
     return run_seconds(left, plan.workers, plan.mode)
 
 
+FINISHING_S = 5.0  # an estimate of the rest under this says the last cells are still running, not a number
+
+
 def _given(plan: Plan, profile: str) -> dict[Any, float] | None:
     """The work the estimate gives each of the plan's cells under `profile`; None where it has none."""
     given = {cell: cell_seconds(cell, plan.mode, profile, plan.cases) for cell in plan.cells}
@@ -223,4 +226,6 @@ def progress(results: Iterable[CellResult], plan: Plan, elapsed_s: float) -> str
     summary = ", ".join(f"{counts[k]} {k}" for k in sorted(counts, key=order.index))
     remaining = remaining_seconds(results, plan) if 0 < done < total else None
     left = "" if remaining is None else f"; about {_minutes(remaining)} left"
+    if remaining is not None and remaining < FINISHING_S:  # the cells still running are past their estimate: say so, not "0 s"
+        left = f"; finishing the last {_count(total - done, 'cell')} (past the estimate: each ends by its --cell-timeout)"
     return f"{done}/{total} cells in {_minutes(elapsed_s)} ({summary}){left}"

@@ -7,6 +7,8 @@ import os
 import pytest
 
 from harness.authoring import registry
+from harness.model import results as results_file
+from harness.model.errors import ResultsError, UsageError
 from harness.model.settings import DEFAULT_PROFILE, INTERPRETER_PROFILE, PROFILES
 from harness.plugin import shard
 
@@ -166,3 +168,36 @@ def run_packages(config: pytest.Config) -> str:
 def shard_of(config: pytest.Config) -> shard.Shard | None:
     given = config.getoption("shard", None) if requested(config) else None
     return shard.parse(given) if given else None
+
+
+def check_baseline(config: pytest.Config) -> None:
+    """--baseline is read now, before any cell runs: a file that is missing (without --accept, which creates it),
+    truncated or of another schema would otherwise fail every cell's test after the whole run."""
+    path = config.getoption("baseline")
+    if path is None:
+        if config.getoption("accept"):
+            raise UsageError("--accept rewrites the --baseline file: add --baseline RESULTS_JSON")
+        return
+    if not os.path.exists(path):
+        if not config.getoption("accept"):
+            raise UsageError(f"--baseline {path}: no such file; to make it from this run, add --accept")
+        return
+    try:
+        results_file.load(path)
+    except ResultsError as exc:
+        raise UsageError(f"--baseline: {exc}") from None
+
+
+def check_report_dir(config: pytest.Config) -> None:
+    """--report-dir must be a folder this run can write: found out at the end, the run's results would have nowhere to go."""
+    chosen = config.getoption("report_dir")
+    if chosen is None:
+        return
+    folder = os.path.abspath(chosen)
+    existing = folder
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UsageError(f"--report-dir {chosen}: {existing} is a file, not a folder; give a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--report-dir {chosen}: {existing} is not writable by this user; give a folder you can write")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import tempfile
 from importlib.metadata import entry_points
 from typing import Any
@@ -16,6 +17,7 @@ from harness.model.outcome import CellResult
 from harness.model.results import load
 from harness.model.rows import parse_timeouts, timeout_for
 from harness.model.settings import PROFILES, Settings
+from harness.plugin.interrupts import OnceInterrupted
 from harness.plugin.options import (
     WORKER,
     case_specs,
@@ -40,6 +42,8 @@ class MatrixWorker:
         self.config = config
         self._runner: Runner | None = None
         self._baseline: dict[Cell, CellResult] | None = None
+        # Every process of the run stops on the first Ctrl-C only; an xdist worker as its controller tells it.
+        self.interrupts = OnceInterrupted.install(raises="PYTEST_XDIST_WORKER" not in os.environ)
 
     @staticmethod
     def of(config: pytest.Config) -> MatrixWorker | None:
@@ -68,7 +72,11 @@ class MatrixWorker:
         settings = Settings(profile=PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
                             packages=run_packages(config), caches=run_caches(config))
         timeout = timeout_for(cell.row, parse_timeouts(config.getoption("cell_timeout")))
-        result = self.runner.run(cell, settings, timeout)
+        if self.interrupts is None:
+            result = self.runner.run(cell, settings, timeout)
+        else:  # Ctrl-C ends the runner's cell, and this cell is then not reported (the run records it as never reported)
+            with self.interrupts.deferred(self.runner.interrupt):
+                result = self.runner.run(cell, settings, timeout)
         result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         attach(item, result)
         return result
@@ -91,6 +99,10 @@ class MatrixWorker:
         return accept_command([str(arg) for arg in self.config.invocation_params.args], installed)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        # Put back in a process that goes on (pytest run in-process); an xdist worker keeps it while it ends, so a
+        # Ctrl-C then is not raised in whatever its teardown runs.
+        if self.interrupts is not None and "PYTEST_XDIST_WORKER" not in os.environ and signal.getsignal(signal.SIGINT) is self.interrupts:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         runner, self._runner = self._runner, None
         if runner is None:
             return

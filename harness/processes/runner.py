@@ -23,6 +23,7 @@ harness.processes.runner_child, and what it runs, its cells, harness.execution.r
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -50,6 +51,9 @@ from harness.processes.helper_process import (
 from harness.processes.zygote import DECIDE_ENV, interpreter_env
 
 LOG_TAIL_LINES = 40
+LOG_LINE_CHARS = 500  # of each line of a log tail a result keeps: a case printing megabyte lines must not swell results.json
+LOG_READ_BYTES = 256 * 1024  # of a log's end read for its tail
+LOG_CAP_BYTES = 64 * 1024 * 1024  # a runner's log past this is emptied between two cells (its tail is what a result keeps)
 # What a runner process runs (`python -m`): named, not imported, as it runs the cells, a floor above this room.
 RUNNER_MODULE = "harness.execution.runner_main"
 INDUCTOR_CACHE = "inductor-cache"  # inside a run's cache directory
@@ -222,6 +226,11 @@ class Runner:
         if proc is not None:
             _kill(proc, wait)
 
+    def interrupt(self) -> None:
+        """End the cell in flight (Ctrl-C): its runner process is killed, and run() returns once it sees it gone."""
+        if self._proc is not None:
+            kill_session(self._proc, wait=False)
+
     def close(self) -> None:
         """End this process's runner processes. One prepare() is still starting is not waited for (a run that ends
         before its first cell, selecting none, would wait out the zygote's imports): it is ended once it starts, and
@@ -262,13 +271,30 @@ class Runner:
         return Event.parse(line)
 
     def _log_tail(self, offset: int) -> list[str]:
+        """The last lines the runner logged since `offset`, each cut to LOG_LINE_CHARS."""
         try:
             with open(self.log_path, "rb") as f:
-                f.seek(offset)
+                f.seek(max(offset, os.fstat(f.fileno()).st_size - LOG_READ_BYTES))
                 text = f.read().decode(errors="replace")
         except OSError:
             return []
-        return [line for line in text.splitlines() if line.strip()][-LOG_TAIL_LINES:]
+        lines = [line for line in text.splitlines() if line.strip()][-LOG_TAIL_LINES:]
+        return [line if len(line) <= LOG_LINE_CHARS else f"{line[:LOG_LINE_CHARS]} [... {len(line) - LOG_LINE_CHARS} more characters]"
+                for line in lines]
+
+    def _capped_log(self) -> int:
+        """The log's size before the next cell, after emptying it if a cell's output took it past LOG_CAP_BYTES (the
+        runner writes it in append mode, so its next line lands at the new end)."""
+        try:
+            size = os.path.getsize(self.log_path)
+            if size > LOG_CAP_BYTES:
+                with open(self.log_path, "r+b") as f:
+                    f.truncate(0)
+                    f.write(f"[{size} bytes of earlier cells' output removed: the log is emptied past {LOG_CAP_BYTES} bytes]\n".encode())
+                size = os.path.getsize(self.log_path)
+            return size
+        except OSError:
+            return 0
 
     # -- running a cell -----------------------------------------------------------------------
 
@@ -279,7 +305,7 @@ class Runner:
             self.stop()
             started = self._start()
         assert self._proc and self._proc.stdin
-        watch = _Watch(cell, timeout, log_offset=os.path.getsize(self.log_path), deadline=time.monotonic() + timeout)
+        watch = _Watch(cell, timeout, log_offset=self._capped_log(), deadline=time.monotonic() + timeout)
         last = bool(self.cells_per_process) and self._served + 1 >= self.cells_per_process
         self._proc.stdin.write(CellRequest(cell, settings, last=last).line())
         self._proc.stdin.flush()
@@ -355,14 +381,8 @@ class Runner:
             result.outcome = Outcome.TIMEOUT
             result.message = f"no result after {watch.timeout:.0f} s, during {stage.value}"
         else:
-            if returncode is not None and returncode < 0:
-                result.signal = signal.Signals(-returncode).name
-                result.message = f"killed by {result.signal} during {stage.value}"
-            else:
-                result.message = f"runner exited with status {returncode} during {stage.value}"
-            fatal = next((line for line in tail if "Fatal Python error" in line or "Error" in line), None)
-            if fatal:
-                result.message += f": {fatal.strip()[:300]}"
+            result.signal = signal.Signals(-returncode).name if returncode is not None and returncode < 0 else None
+            result.message = crash_message(returncode, result.signal, stage, tail)
         self.stop()
         return result
 
@@ -371,6 +391,24 @@ class Runner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# What glibc prints as it aborts on a corrupted heap ("malloc(): corrupted top size", "free(): invalid pointer",
+# "double free or corruption (out)").
+HEAP_CORRUPTED = re.compile(r"\b(?:malloc|free|realloc|calloc)\(\): |double free or corruption|corrupted (?:size|top|double-linked)")
+
+
+def crash_message(returncode: int | None, killed_by: str | None, stage: Stage, tail: list[str]) -> str:
+    """A dead runner's cell, in one line: how it died, in which stage, and the log's own word for it. A corrupted heap is
+    found where the allocator next looks, often a stage after the write that corrupted it: the message says so."""
+    how = f"killed by {killed_by}" if killed_by else f"runner exited with status {returncode}"
+    heap = next((line.strip() for line in tail if HEAP_CORRUPTED.search(line)), None)
+    if heap:
+        return (f"{how}: the heap was corrupted ({heap[:200]}), found during {stage.value} but written earlier in the cell: "
+                "most likely a kernel's store out of its tensor's bounds (on Triton's interpreter it writes host memory; on a "
+                "GPU it is an illegal memory access): check the kernel's masks")
+    fatal = next((line for line in tail if "Fatal Python error" in line or "Error" in line), None)
+    return f"{how} during {stage.value}" + (f": {fatal.strip()[:300]}" if fatal else "")
 
 
 def _kill(proc: subprocess.Popen[bytes], wait: bool = True) -> None:

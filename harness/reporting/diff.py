@@ -16,7 +16,7 @@ from harness.model.judging import judged, outcome_label
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
 from harness.reporting import why
-from harness.reporting.report import cell_text
+from harness.reporting.markdown import cell_text
 
 # Fingerprint fields shown side by side in the header.
 COMPARED: tuple[tuple[str, Callable[[Fingerprint], object]], ...] = (
@@ -129,6 +129,11 @@ def _why(cell: CellResult, fingerprint: Fingerprint) -> str:
     return cell.known_issue or ""
 
 
+def headline(diff: Diff) -> str:
+    return (f"**{len(diff.regressed)} regressed, {len(diff.fixed)} fixed, {len(diff.changed)} failing differently, "
+            f"{len(diff.new)} new, {len(diff.missing)} missing**, {diff.unchanged} unchanged")
+
+
 def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff) -> str:
     out = [f"# Matrix diff: `{old_path}` -> `{new_path}`", ""]
     if old.fingerprint.mode != new.fingerprint.mode:
@@ -141,10 +146,11 @@ def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff)
     rows = [[name, get(old.fingerprint), get(new.fingerprint), "" if get(old.fingerprint) == get(new.fingerprint) else "changed"]
             for name, get in COMPARED]
     out += [tabulate(rows, headers=["", "old", "new", ""], tablefmt="github"), ""]
-    out.append(
-        f"**{len(diff.regressed)} regressed, {len(diff.fixed)} fixed, {len(diff.changed)} failing differently, "
-        f"{len(diff.new)} new, {len(diff.missing)} missing**, {diff.unchanged} unchanged."
-    )
+    for path, run in ((old_path, old), (new_path, new)):
+        if not run.complete:
+            out += [f"> **WARNING: {path} is an incomplete run** ({run.interrupted or 'stopped early'}): {len(run.missing)} of its "
+                    "cells never reported, and are compared as missing or new, not as outcomes.", ""]
+    out.append(f"{headline(diff)}.")
     flagged = why.flags_line([b for _, b in diff.regressed + diff.changed] + diff.new, new.fingerprint)
     if flagged:
         out += ["", flagged]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 from collections import defaultdict
 
 from tabulate import tabulate
@@ -17,9 +15,11 @@ from harness.model.judging import FAILED, Verdict, by_row_and_style, counted_cel
 from harness.model.outcome import CellResult, Fault, InGraph, Outcome
 from harness.model.results import Results
 from harness.model.rows import Row
+from harness.reporting import markdown
 from harness.reporting import picture as matrix_picture
 from harness.reporting import tutorial, why
 from harness.reporting.figures import figures, prebuilt_text, timeline_text
+from harness.reporting.markdown import cell_text
 
 
 def _environment_lines(results: Results) -> list[str]:
@@ -61,7 +61,7 @@ def _environment_lines(results: Results) -> list[str]:
         lines.append(f"- not tested here, {reason} (cases: {', '.join(sorted(cases))})")
     for problem in results.problems:
         case = f" case `{problem['case']}`:" if problem.get("case") else ""
-        lines.append(f"- **left out**, `{problem['module']}`:{case} {problem['message']}")
+        lines.append(f"- **left out**, `{problem['module']}`:{case} {markdown.text(problem['message'])}")
     if not results.complete:
         why = f", {results.interrupted}" if results.interrupted else ""
         lines.append(f"- **incomplete run{why}**: these reports hold the {len(results.cells)} cells that ran; "
@@ -126,7 +126,7 @@ def tutorial_chart(results: Results) -> tuple[str, list[str]]:
                         shown = [c.cell.id for c in counted_cells(cells) if (c.outcome is Outcome.PASS) == (claim.lower() == "no")]
                     disagreements.append(
                         f"- **{question.title}**, {style.title}: tutorial says *{claim}*, measured {_verdict_text(passed, counted)} "
-                        f"({links}): {', '.join(f'`{c}`' for c in sorted(shown)[:8])}"
+                        f"({links}): {listed(sorted(shown))}"
                     )
             line.append(entry)
         rows.append(line)
@@ -148,6 +148,21 @@ def picture_lines(drawn: bool) -> list[str]:
                 f"coloured by its cell's outcome (pass, WRONG, fail, crash, timeout, error, env, skipped)]({matrix_picture.FILENAME})"]
     return [f"*A picture of the whole matrix ({matrix_picture.FILENAME}) is drawn beside this chart where matplotlib is "
             f"installed: `{matrix_picture.INSTALL}`, then `python -m harness report results.json --out DIR`.*"]
+
+
+def listed(cell_ids: list[str], shown: int = 8) -> str:
+    """Cell ids as code, the first `shown` of them, and how many more there are."""
+    more = f", and {len(cell_ids) - shown} more" if len(cell_ids) > shown else ""
+    return ", ".join(f"`{c}`" for c in cell_ids[:shown]) + more
+
+
+def _disagreements_heading(fingerprint: Fingerprint) -> list[str]:
+    if not fingerprint.interpreter:
+        return ["### Where the tutorial is wrong for these versions", ""]
+    return ["### Where this run disagrees with the tutorial", "",
+            "This run used Triton's CPU interpreter, not a GPU: a disagreement here may be the interpreter's (a launch "
+            "Dynamo cannot trace when interpreted, a kernel run as Python), not these versions'. Read it against a GPU chart.",
+            ""]
 
 
 def support_chart(results: Results, picture_drawn: bool = False) -> str:
@@ -182,15 +197,15 @@ def support_chart(results: Results, picture_drawn: bool = False) -> str:
         "",
         chart,
         "",
-        "### Where the tutorial is wrong for these versions",
-        "",
+        *_disagreements_heading(results.fingerprint),
         *(disagreements or ["- nowhere: every measured entry agrees with the tutorial"]),
         "",
         "## Every row",
         "",
         tabulate(rows, headers=headers, tablefmt="github"),
         "",
-        "Each entry counts the cases whose cell passed: **Yes** all, **No** none, **Partial** some. "
+        "Each entry counts the cases whose cell passed: **Yes** all, **No** none, **Partial** some; **n/a**: no cell of "
+        "that row and column ran (the row does not apply to the style, or every cell was skipped: MATRIX.md says why). "
         "Cells where the case's plain PyTorch control also fails on that path are the environment's fault "
         "and are counted apart (`env`); `skipped` cells are left out. The control column says whether the "
         "path itself works here. *passes, degraded*: cells that passed but lost something silently (a float scalar "
@@ -439,17 +454,12 @@ def _detail(cell: CellResult, fingerprint: Fingerprint) -> list[str]:
             cell_text(why.cell_reason(cell, fingerprint))]
 
 
-def cell_text(text: str) -> str:
-    """Text for one markdown table cell: pipes escaped, one line, bounded."""
-    return text.replace("|", "\\|").replace("\n", " ")[:400]
-
-
 def write(results: Results, directory: str) -> list[str]:
     """Write the reports (the given results are not changed): results.json, MATRIX.md, SUPPORT.md and, where
-    matplotlib can be imported, the matrix's picture that SUPPORT.md shows. All are rendered before any is
-    replaced, and each is replaced atomically: an interruption leaves the old set or the new one (a file is
-    never half-written). Where no picture is drawn, one left by an earlier render is removed: it would show
-    other results than the reports beside it. Returns the paths written."""
+    matplotlib can be imported, the matrix's picture that SUPPORT.md shows. They replace the old reports as a set
+    (harness.model.results.write_together): a full disk or a report that may not change leaves every old one as it
+    was, and raises OutputNotWritten. Where no picture is drawn, one left by an earlier render is removed: it would
+    show other results than the reports beside it. Returns the paths written."""
     results = judged(results)
     try:
         png: bytes | None = matrix_picture.draw(results)
@@ -459,13 +469,4 @@ def write(results: Results, directory: str) -> list[str]:
     if png is not None:
         contents[matrix_picture.FILENAME] = png  # before SUPPORT.md, which shows it
     contents["SUPPORT.md"] = support_chart(results, picture_drawn=png is not None)
-    os.makedirs(directory, exist_ok=True)
-    paths = []
-    for name, content in contents.items():
-        paths.append(os.path.join(directory, name))
-        results_file.write_atomic(paths[-1], content)
-    if png is None:
-        # After SUPPORT.md: an interruption before this leaves a picture no report shows, not a report without it.
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(os.path.join(directory, matrix_picture.FILENAME))
-    return paths
+    return results_file.write_together(directory, contents, remove=() if png is not None else (matrix_picture.FILENAME,))

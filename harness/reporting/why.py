@@ -13,6 +13,7 @@ from harness.model.fingerprint import Fingerprint
 from harness.model.known_issues import KnownIssue, Status
 from harness.model.outcome import CellResult
 from harness.model.results import Results
+from harness.reporting import markdown
 
 NO_KNOWN_ISSUE = "new failure, no known issue"
 REPRO_HINT = "`python -m harness repro CELL --results results.json` writes a script that reproduces a cell alone"
@@ -92,7 +93,7 @@ def section(results: Results) -> list[str]:
     ]
     if unknown:
         out += ["", f"### No known issue ({sum(len(v) for v in unknown.values())} cells)", "",
-                tabulate([[f"`{s}`".replace("|", "\\|"), len(cells), _styles(cells), _rows(cells), f"`{cells[0].cell.id}`"]
+                tabulate([[markdown.code(s, in_table=True), len(cells), _styles(cells), _rows(cells), f"`{cells[0].cell.id}`"]
                           for s, cells in sorted(unknown.items(), key=lambda kv: -len(kv[1]))],
                          headers=["signature", "cells", "styles", "rows", "e.g."], tablefmt="github")]
     for title, group in (("Causes with no upstream issue yet", untracked), ("Known upstream issues and documented limits", tracked)):

@@ -35,14 +35,17 @@ from harness.model.fingerprint import INTERPRETER, Fingerprint
 from harness.model.known_issues import EXPLAINED
 from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
+from harness.reporting import markdown
+from harness.reporting.markdown import cell_text
 
 
-def _recorded(result: CellResult | None) -> str:
+def _recorded(result: CellResult | None, limit: int = 200) -> str:
+    """What the run recorded for a cell, its message cut after a whole word to `limit` characters."""
     if result is None:
         return "no result recorded (the reproducer runs the path on the example it traces with)"
     text = result.outcome.value + (f" @{result.stage.value}" if result.stage else "")
     if result.error_type or result.message:
-        text += f" ({result.error_type + ': ' if result.error_type else ''}{(result.message or '').strip()[:200]})"
+        text += f" ({markdown.shortened((result.error_type + ': ' if result.error_type else '') + (result.message or ''), limit)})"
     return text
 
 
@@ -233,8 +236,9 @@ def _write_up(results_path: str, results: Results, checked: list[Checked], faili
         "module, and runs in a fresh Python process on empty Inductor caches of its own. *reproduced*: it failed at the "
         "cell's stage with the cell's error kind, was WRONG where the cell was, or passed where the cell passed.",
         "",
-        tabulate([[f"`{c.cell.cell.id}`", _recorded(c.cell)[:160].replace("|", "\\|"),
-                   (f"{c.verdict.verdict} @{c.verdict.stage}: {c.verdict.error_type or ''} {c.verdict.message}" if c.verdict else "")[:160].replace("|", "\\|"),
+        tabulate([[f"`{c.cell.cell.id}`", cell_text(_recorded(c.cell, 130)),
+                   cell_text(markdown.shortened(f"{c.verdict.verdict} @{c.verdict.stage}: {c.verdict.error_type or ''} {c.verdict.message}", 160)
+                             if c.verdict else ""),
                    c.agreement, f"{c.seconds:.1f}"] for c in checked],
                  headers=["cell", "recorded", "reproducer", "agreement", "s"], tablefmt="github"),
         "",

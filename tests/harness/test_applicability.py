@@ -76,3 +76,14 @@ def test_dtypes_this_machine_gets_wrong_and_those_past_the_profiles_count_are_le
     assert chosen.case.dtypes and names[0] not in [str(d).removeprefix("torch.") for d in chosen.case.dtypes]
     every = select(Cell("add", Wrapping.RAW, Row.EAGER), case, _env(broken={n: "wrong" for n in names}))
     assert every.skipped.startswith("no dtype of this case can be tested here") and every.case.dtypes == ()
+
+
+def test_a_case_that_declares_no_backward_has_no_training_cell_in_any_generated_column_raw_included_and_the_control_still_trains():
+    case = CASES["two_outputs"]
+    assert case.backward is None and not case.mutates
+    for row in (Row.TRAIN_EAGER, Row.TRAIN_COMPILE_DEFAULT):
+        for wrapping in (Wrapping.RAW, Wrapping.RAW_AUTOGRAD, Wrapping.TRITON_OP, Wrapping.CUSTOM_OP):
+            assert select(Cell("two_outputs", wrapping, row), case, _env()).skipped == "the case declares no backward", (wrapping, row)
+        assert select(Cell("two_outputs", Wrapping.CONTROL, row), case, _env()).skipped is None
+    # with a backward declared, the raw launcher is trained as it is: the gradient it loses is the finding
+    assert select(Cell("add", Wrapping.RAW, Row.TRAIN_EAGER), CASES["add"], _env()).skipped is None

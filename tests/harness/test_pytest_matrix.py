@@ -134,7 +134,7 @@ def _start_matrix(tmp_path, selection, workers, report_dir=True):
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="signals processes by pid")
-@pytest.mark.parametrize("how", ["ctrl-c", "sigterm", "sigkill"])
+@pytest.mark.parametrize("how", ["ctrl-c", "ctrl-c twice", "sigterm", "sigkill"])
 def test_an_interrupted_run_leaves_the_complete_reports_and_writes_its_own_to_partial_marked_incomplete(tmp_path, how):
     """Whether the folder is --report-dir (Ctrl-C, SIGKILL) or the default (SIGTERM), a complete chart in it
     stays as it was: an interrupted run writes to its `partial` folder, its reports marked incomplete."""
@@ -155,7 +155,9 @@ def test_an_interrupted_run_leaves_the_complete_reports_and_writes_its_own_to_pa
         assert proc.poll() is None and time.monotonic() < deadline, "the run ended or stalled before the hanging cell began: " + "".join(output)[-2000:]
         time.sleep(0.5)
     {"ctrl-c": lambda: os.killpg(proc.pid, signal.SIGINT), "sigterm": lambda: proc.send_signal(signal.SIGTERM),
-     "sigkill": lambda: proc.send_signal(signal.SIGKILL)}[how]()
+     "sigkill": lambda: proc.send_signal(signal.SIGKILL),
+     # a second Ctrl-C while the run stops: every process of it ignores it (no traceback from wherever it landed)
+     "ctrl-c twice": lambda: (os.killpg(proc.pid, signal.SIGINT), time.sleep(0.5), os.killpg(proc.pid, signal.SIGINT))}[how]()
     try:
         proc.wait(timeout=120)
     except subprocess.TimeoutExpired:
@@ -174,6 +176,7 @@ def test_an_interrupted_run_leaves_the_complete_reports_and_writes_its_own_to_pa
         results = json.loads((partial / "results.json").read_text())
         assert results["complete"] is False and results["missing"] == ["planted_hang-raw-eager"]
         assert results["interrupted"] == ("SIGTERM" if how == "sigterm" else "interrupted (Ctrl-C)")
+        assert "Traceback" not in said, said[-3000:]
         assert {c["cell"]: c["outcome"] for c in results["cells"]} == {"planted_ok-raw-eager": "pass"}
         for name in ("SUPPORT.md", "MATRIX.md"):
             assert "**incomplete run, " in (partial / name).read_text() and "planted_hang-raw-eager" in (partial / name).read_text()

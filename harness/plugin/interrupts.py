@@ -1,0 +1,56 @@
+"""Ctrl-C stops a run once; the interrupts after it, while the run stops, are counted and otherwise ignored.
+
+The first is Python's KeyboardInterrupt; the ones after it, while the workers end their runners and the controller
+writes the reports, change nothing. In a pytest
+worker, the interrupt ends the cell in flight and is raised once its runner has returned (`deferred`); an idle worker
+waits for the controller to stop it.
+
+A terminal sends Ctrl-C to every process of the run (the controller and each pytest worker). A second one pressed
+while the run is stopping used to land wherever each process was: a traceback from inside a garbage collector's
+callback in a worker, the controller's cleanup cut short. Installed where Python's own handler is (not where a
+parent made the run ignore SIGINT, as a shell does for a background job).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from typing import Any, Callable, Iterator
+
+
+class OnceInterrupted:
+    def __init__(self, raises: bool) -> None:
+        self.count = 0
+        self._raises = raises
+        self._instead: Callable[[], None] | None = None
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.count += 1
+        if self.count == 1:
+            if self._instead is not None:
+                self._instead()
+            elif self._raises:
+                raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def deferred(self, instead: Callable[[], None]) -> Iterator[None]:
+        """Inside, the first interrupt calls `instead` (ending what the block waits on) rather than raising wherever
+        the block is; KeyboardInterrupt is raised once the block is done, and what it returned is not used."""
+        self._instead = instead
+        try:
+            yield
+        finally:
+            self._instead = None
+            if self.count:
+                raise KeyboardInterrupt
+
+    @classmethod
+    def install(cls, raises: bool) -> OnceInterrupted | None:
+        """In this process's main thread, where SIGINT has Python's default handler; else None. Without `raises` (a
+        pytest worker, which the run's controller stops), an interrupt outside `deferred` is only counted."""
+        if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return None
+        handler = cls(raises)
+        signal.signal(signal.SIGINT, handler)
+        return handler

@@ -1,0 +1,259 @@
+"""Nothing misleading under faults and bad input: reports replaced as a set or not at all, options refused before the
+run, a crashing cell's output bounded, markdown that shows messages as written, and one line for each error."""
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from harness.model.cell import Cell
+from harness.model.errors import OutputNotWritten
+from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.results import Results, load, save, write_together
+from harness.processes import runner as runner_module
+from harness.processes.runner import LOG_LINE_CHARS, LOG_TAIL_LINES, Runner
+from harness.reporting import markdown, report
+from tests.harness.conftest import PLANTED
+from tests.harness.test_trustworthy_reports import _complete_chart, _matrix
+from tests.harness.test_units import FINGERPRINT
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPORTS = ("results.json", "MATRIX.md", "SUPPORT.md")
+
+
+def _results(message="boom", complete=True):
+    cells = [CellResult(Cell.parse("add-raw-eager"), Outcome.FAIL, stage=Stage.COMPILE, error_type="RuntimeError", message=message)]
+    return Results(fingerprint=FINGERPRINT, cells=cells, complete=complete, missing=[] if complete else ["add-raw-compile_default"],
+                   interrupted=None if complete else "interrupted (Ctrl-C)")
+
+
+def _tool(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+# -- 1. the reports are replaced as a set ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fault", ["a full disk", "a report that may not change"])
+def test_a_fault_while_the_reports_are_written_leaves_every_old_report_as_it_was(tmp_path, monkeypatch, fault):
+    before = _complete_chart(tmp_path)
+    real_replace, real_link = os.replace, os.link
+    if fault == "a full disk":  # the last report cannot be written beside its target
+        def replace(src, dst):
+            if str(dst).endswith("SUPPORT.md"):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_replace(src, dst)
+        monkeypatch.setattr(os, "replace", replace)
+    else:  # linking fails as replacing would (an immutable file)
+        def link(src, dst):
+            if str(src).endswith("SUPPORT.md"):
+                raise PermissionError(errno.EPERM, "Operation not permitted")
+            return real_link(src, dst)
+        monkeypatch.setattr(os, "link", link)
+    with pytest.raises(OutputNotWritten, match="were not replaced, and are as they were"):
+        report.write(_results("new"), str(tmp_path))
+    assert {name: (tmp_path / name).read_bytes() for name in REPORTS} == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # nothing left beside them
+
+
+def test_write_together_puts_back_what_it_replaced_when_an_interruption_stops_it(tmp_path, monkeypatch):
+    (tmp_path / "a").write_text("old a")
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if str(dst).endswith("/b"):
+            raise KeyboardInterrupt
+        return real_replace(src, dst)
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(KeyboardInterrupt):
+        write_together(str(tmp_path), {"a": "new a", "b": "new b"})
+    assert (tmp_path / "a").read_text() == "old a" and not (tmp_path / "b").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["a"]
+
+
+def test_a_run_whose_reports_cannot_be_written_keeps_the_old_ones_and_its_results_and_exits_3_without_a_traceback(tmp_path):
+    reports = tmp_path / "reports"
+    before = _complete_chart(reports)
+    (reports / "SUPPORT.md").unlink()
+    (reports / "SUPPORT.md").mkdir()  # a report that cannot be replaced, as an immutable file cannot
+    proc = _matrix(tmp_path, f"--cases={PLANTED}", "-k", "planted_ok-raw-eager", f"--report-dir={reports}")
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    line = next(line for line in proc.stdout.splitlines() if "REPORTS NOT WRITTEN" in line)
+    assert f"the reports in {reports} were not replaced, and are as they were" in line
+    assert {name: (reports / name).read_bytes() for name in ("results.json", "MATRIX.md")} == {k: before[k] for k in ("results.json", "MATRIX.md")}
+    kept = line.split("this run's results are in ")[1].split(" ")[0]
+    assert [c.cell.id for c in load(kept).cells] == ["planted_ok-raw-eager"]
+    shutil.rmtree(os.path.dirname(kept))
+
+
+# -- 2, 3, 6. options refused before any cell runs --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--cell-timeout=0"], "--cell-timeout '0': give a number of seconds above 0"),
+    (["--cell-timeout=-1"], "--cell-timeout '-1': give a number of seconds above 0"),
+    (["--cell-timeout=aoti=0"], "--cell-timeout 'aoti=0': give a number of seconds above 0 (for example aoti=600)"),
+    (["--baseline=nosuch.json"], "--baseline nosuch.json: no such file; to make it from this run, add --accept"),
+    (["--baseline=truncated.json"], "--baseline: truncated.json: not JSON (truncated or corrupt?)"),
+    (["--baseline=other.json"], "--baseline: other.json: not a triton-compat-matrix results file"),
+    (["--accept"], "--accept rewrites the --baseline file: add --baseline RESULTS_JSON"),
+    (["--report-dir=afile"], "--report-dir afile: "),
+])
+def test_a_bad_option_is_refused_before_the_run_in_one_line_naming_the_fix(tmp_path, args, said):
+    (tmp_path / "truncated.json").write_text('{"schema": "triton-compat-matrix-results", "cells": [')
+    (tmp_path / "other.json").write_text(json.dumps({"schema": "something-else"}))
+    (tmp_path / "afile").write_text("")
+    proc = _matrix(tmp_path, f"--cases={PLANTED}", "-k", "planted_ok-raw-eager", *args)
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert "is a file, not a folder" in proc.stderr or "--report-dir" not in args[0]
+    assert not (tmp_path / "reports").exists()  # no cell ran
+
+
+def test_a_report_dir_this_user_cannot_write_is_refused_before_the_run(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("this user (root) can write any folder")
+        proc = _matrix(tmp_path, f"--cases={PLANTED}", "-k", "planted_ok-raw-eager", f"--report-dir={locked / 'reports'}")
+        assert proc.returncode == 4 and "is not writable by this user" in proc.stderr, proc.stderr[-2000:]
+    finally:
+        locked.chmod(0o700)
+
+
+# -- 4. what a crashing cell keeps of its output is bounded -----------------------------------------------------------
+
+
+def test_a_crashing_cells_log_tail_keeps_its_last_lines_each_cut_short(tmp_path):
+    runner = Runner([], str(tmp_path))
+    with open(runner.log_path, "w") as f:  # a case that prints megabyte lines, then dies with a short one
+        f.write("earlier\n" * 10 + ("x" * 1_000_000 + "\n") * 60 + "".join(f"line {n}\n" for n in range(50)))
+    tail = runner._log_tail(0)
+    assert tail == [f"line {n}" for n in range(10, 50)] and len(tail) == LOG_TAIL_LINES
+    with open(runner.log_path, "a") as f:
+        f.write("y" * 1_000_000 + "\n")
+    tail = runner._log_tail(0)  # the end of the log only is read: bounded however long its lines
+    assert len(tail) <= LOG_TAIL_LINES and sum(len(line) for line in tail) < LOG_TAIL_LINES * (LOG_LINE_CHARS + 40)
+    assert tail[-1].startswith("y" * LOG_LINE_CHARS + " [... ") and tail[-1].endswith(" more characters]")
+
+
+def test_a_runner_log_past_its_cap_is_emptied_between_cells(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner_module, "LOG_CAP_BYTES", 1000)
+    runner = Runner([], str(tmp_path))
+    with open(runner.log_path, "w") as f:
+        f.write("y" * 5000)
+    size = runner._capped_log()
+    text = open(runner.log_path).read()
+    assert size == len(text) < 200 and text.startswith("[5000 bytes of earlier cells' output removed")
+
+
+# -- 5. the results tools: one line and an exit status for each error -------------------------------------------------
+
+
+def test_the_results_tools_answer_bad_input_unwritable_output_and_an_incomplete_run_with_one_line_and_their_exit_status(tmp_path):
+    good, incomplete = tmp_path / "good.json", tmp_path / "incomplete.json"
+    save(_results(), str(good))
+    save(_results(complete=False), str(incomplete))
+    data = json.loads(good.read_text())
+    data["cells"][0]["timings"] = None
+    (tmp_path / "null-timings.json").write_text(json.dumps(data))
+    for args, status, said in [
+        (["diff", str(good), str(tmp_path / "null-timings.json")], 2, "null-timings.json: malformed results"),
+        (["report", str(tmp_path / "null-timings.json"), "--out", str(tmp_path / "r")], 2, "null-timings.json: malformed results"),
+        (["diff", str(good), str(good), "--out", str(good / "d.md")], 3, "cannot write it"),
+        (["report", str(good), "--out", str(good / "x")], 3, "were not replaced"),
+        (["diff", str(good), str(incomplete)], 4, "incomplete.json: an incomplete run (killed or interrupted)"),
+    ]:
+        proc = _tool(*args)
+        assert proc.returncode == status, (args, proc.stdout[-1000:], proc.stderr[-1000:])
+        assert said in proc.stderr and "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    proc = _tool("diff", str(good), str(incomplete), "--out", str(tmp_path / "d.md"))
+    assert proc.stdout.strip() == f"wrote {tmp_path / 'd.md'}: 0 regressed, 0 fixed, 0 failing differently, 0 new, 0 missing, 1 unchanged"
+    assert f"**WARNING: {incomplete} is an incomplete run** (interrupted (Ctrl-C))" in (tmp_path / "d.md").read_text()
+
+
+# -- 7. messages shown as written ---------------------------------------------------------------------------------------
+
+
+def test_messages_with_html_backticks_pipes_and_backslashes_are_shown_as_written_in_the_reports(tmp_path):
+    message = "<Wrapped operator <original wrapped_mul>> </table><script>x</script> `ab` a\\|b c|d"
+    assert markdown.cell_text(message) == ("&lt;Wrapped operator &lt;original wrapped_mul&gt;&gt; &lt;/table&gt;&lt;script&gt;x&lt;/script&gt; "
+                                           "`ab` a\\\\\\|b c\\|d")
+    assert markdown.code("uses `x` here") == "``uses `x` here``" and markdown.code("uses `x`") == "`` uses `x` ``" and markdown.code("`x`") == "`` `x` ``"
+    assert markdown.code("a|b", in_table=True) == "`a\\|b`"
+    report.write(_results(message), str(tmp_path))
+    matrix = (tmp_path / "MATRIX.md").read_text()
+    assert "<script>" not in matrix and "</table>" not in matrix and "&lt;original wrapped_mul&gt;" in matrix
+    # SUPPORT.md shows the failure's signature as code, where HTML is text: whole, inside one span
+    (line,) = [line for line in (tmp_path / "SUPPORT.md").read_text().splitlines() if "<script>" in line]
+    assert line.startswith("| ``fail @compile: RuntimeError: <Wrapped operator <original wrapped_mul>> </table><script>x</script> `ab` "
+                           "a\\\\|b c\\|d`` |"), line
+
+
+def test_a_shortened_message_is_cut_after_a_whole_word():
+    assert markdown.shortened("one two three four", 12) == "one two…"
+    assert markdown.shortened("short", 12) == "short"
+
+
+# -- known issues: a shared package's findings are every cell's -------------------------------------------------------
+
+
+def test_a_cell_that_takes_a_package_another_cell_built_gets_the_warnings_logged_while_it_was_built(tmp_path):
+    from harness.execution.builders import Shared, _shared_package
+    from harness.execution.observer import GraphObserver
+
+    shared = Shared(packages=str(tmp_path / "packages"), caches=str(tmp_path), key="tma_add-triton_op")
+    built = tmp_path / "built.pt2"
+    built.write_bytes(b"package")
+    first, second = ["exported with a graph break"], []
+
+    def make():  # the build logs what the mutation analysis gave up on, as PyTorch's logging hands it to the cell
+        first.append("Encountered an exception in identify_mutated_tensors, assuming every input is mutated")
+        return str(built)
+
+    _shared_package(make, shared, "k", GraphObserver(), lambda part, s: None, first)
+    path = _shared_package(lambda: pytest.fail("built twice"), shared, "k", GraphObserver(), lambda part, s: None, second)
+    assert open(path, "rb").read() == b"package"
+    assert second == ["Encountered an exception in identify_mutated_tensors, assuming every input is mutated"]  # not the export's
+
+
+# -- an interpreter limit is probed and said, not charted as every style's failure --------------------------------------
+
+
+def test_on_the_interpreter_a_kernel_converting_a_python_float_argument_is_not_tested_here_with_the_probes_answer(tmp_path):
+    import torch
+
+    module = os.path.join(ROOT, "tests", "harness", "user_modules", "float_scalar.py")
+    proc = _matrix(tmp_path, f"--cases={module}", "-k", "eager and not train", f"--report-dir={tmp_path / 'r'}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    cells = {c.cell.id: c for c in load(str(tmp_path / "r" / "results.json")).cells}
+    assert cells["float_scalar-control-eager"].outcome is Outcome.PASS
+    for style in ("raw", "raw_autograd", "triton_op", "custom_op"):
+        cell = cells[f"float_scalar-{style}-eager"]
+        if torch.cuda.is_available():  # a GPU compiles the kernel: the argument is the kernel's scalar
+            assert cell.outcome is Outcome.PASS, (style, cell.message)
+            continue
+        assert cell.outcome is Outcome.SKIPPED, (style, cell.outcome, cell.message)
+        assert cell.message.startswith("not tested here: Triton's interpreter hands a kernel a Python float argument as the number "
+                                       "itself, and this kernel converts one with .to(...) (probed once a run with a trivial kernel "
+                                       "doing so: InterpreterError: AttributeError(\"'float' object has no attribute 'to'\")"), cell.message
+
+
+# -- 8. a corrupted heap is said as such, not blamed on the stage that found it -------------------------------------------
+
+
+def test_a_runner_that_aborts_on_a_corrupted_heap_says_it_was_written_earlier_by_an_out_of_bounds_store():
+    tail = ["some kernel output", "malloc(): corrupted top size", "Fatal Python error: Aborted"]
+    message = runner_module.crash_message(-6, "SIGABRT", Stage.WRAP, tail)
+    assert message.startswith("killed by SIGABRT: the heap was corrupted (malloc(): corrupted top size), found during wrap but "
+                              "written earlier in the cell: most likely a kernel's store out of its tensor's bounds")
+    assert runner_module.crash_message(-11, "SIGSEGV", Stage.RUN, ["Fatal Python error: Segmentation fault"]) == (
+        "killed by SIGSEGV during run: Fatal Python error: Segmentation fault")
+    assert runner_module.crash_message(3, None, Stage.COMPILE, []) == "runner exited with status 3 during compile"
