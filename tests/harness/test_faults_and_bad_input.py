@@ -257,3 +257,17 @@ def test_a_runner_that_aborts_on_a_corrupted_heap_says_it_was_written_earlier_by
     assert runner_module.crash_message(-11, "SIGSEGV", Stage.RUN, ["Fatal Python error: Segmentation fault"]) == (
         "killed by SIGSEGV during run: Fatal Python error: Segmentation fault")
     assert runner_module.crash_message(3, None, Stage.COMPILE, []) == "runner exited with status 3 during compile"
+
+
+def test_where_an_interpreter_run_disagrees_with_the_tutorial_it_says_so_and_not_that_the_versions_are_wrong():
+    import dataclasses
+
+    from harness.model.fingerprint import INTERPRETER
+
+    cells = [CellResult(Cell.parse(f"case{n}-raw-compile_default"), Outcome.FAIL, stage=Stage.COMPILE, message="no") for n in range(11)]
+    for fingerprint, heading in ((FINGERPRINT, "### Where the tutorial is wrong for these versions"),
+                                 (dataclasses.replace(FINGERPRINT, mode=INTERPRETER), "### Where this run disagrees with the tutorial")):
+        support = report.support_chart(Results(fingerprint=fingerprint, cells=cells))
+        assert heading in support and ("interpreter's" in support) == (fingerprint.mode == INTERPRETER)
+        line = next(line for line in support.splitlines() if line.startswith("- **Supports torch.compile**, raw"))
+        assert line.endswith("`case5-raw-compile_default`, `case6-raw-compile_default`, and 3 more"), line
