@@ -164,7 +164,9 @@ def _history(paths: list[str], out: str | None) -> int:
 def _incomplete(runs: list[tuple[str, Any]]) -> int:
     """INCOMPLETE, saying which, where a run compared is incomplete (its cells that never reported are not compared:
     a gate must not pass on a killed run); else 0."""
-    incomplete = [path for path, run in runs if not run.complete]
+    # Cells it collected and never ran (a killed run): a merge of some --shard parts lacks the others' cells, says so, and
+    # has none of its own missing.
+    incomplete = [path for path, run in runs if run.missing]
     if not incomplete:
         return OK
     print(f"error: {' and '.join(incomplete)}: an incomplete run (killed or interrupted): its cells that never reported "

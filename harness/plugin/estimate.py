@@ -24,19 +24,20 @@ from harness.model.settings import DEFAULT_PROFILE, PROFILES
 # reports/evidence/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 6.0, 'aoti_cpp_strict': 14.15, 'aoti_fresh_nonstrict': 5.79, 'aoti_nonstrict': 1.35,
-        'aoti_strict': 8.07, 'compile_cpp_wrapper': 13.26, 'compile_cudagraphs': 2.92, 'compile_default': 2.75,
-        'compile_dynamic': 2.59, 'compile_fullgraph': 2.6, 'compile_max_autotune': 6.04, 'compile_unbacked': 2.63,
-        'cpu_fallback': 0.14, 'eager': 0.18, 'export_nonstrict': 0.25, 'export_strict': 0.65, 'flop_counter': 0.03,
-        'opcheck': 0.17, 'tensor_subclass': 0.28, 'train_compile_default': 4.29, 'train_compile_fullgraph': 5.16,
-        'train_eager': 0.31, 'warm_cache_edit': 9.16,
+        'aoti_cpp_nonstrict': 6.36, 'aoti_cpp_strict': 16.61, 'aoti_fresh_nonstrict': 4.98, 'aoti_nonstrict': 1.57,
+        'aoti_strict': 8.63, 'compile_cpp_wrapper': 13.95, 'compile_cudagraphs': 3.47, 'compile_default': 3.1,
+        'compile_dynamic': 3.0, 'compile_fullgraph': 3.01, 'compile_max_autotune': 6.56, 'compile_unbacked': 3.01,
+        'cpu_fallback': 0.2, 'eager': 0.25, 'export_nonstrict': 0.38, 'export_strict': 0.81, 'flop_counter': 0.07,
+        'opcheck': 0.23, 'tensor_subclass': 0.35, 'train_compile_default': 4.53, 'train_compile_fullgraph': 5.13,
+        'train_eager': 0.37, 'warm_cache_edit': 9.53,
     },
     ('interpreter', 'quick'): {
-        'aoti_cpp_nonstrict': 0.12, 'aoti_cpp_strict': 1.19, 'aoti_fresh_nonstrict': 1.11, 'aoti_nonstrict': 0.02, 'aoti_strict': 2.55,
-        'compile_cpp_wrapper': 1.26, 'compile_cudagraphs': 0.0, 'compile_default': 0.12, 'compile_dynamic': 0.23,
-        'compile_fullgraph': 0.19, 'compile_max_autotune': 0.12, 'compile_unbacked': 0.33, 'cpu_fallback': 0.03, 'eager': 0.04,
-        'export_nonstrict': 0.02, 'export_strict': 0.07, 'flop_counter': 0.01, 'opcheck': 0.03, 'tensor_subclass': 0.05,
-        'train_compile_default': 0.37, 'train_compile_fullgraph': 0.86, 'train_eager': 0.16, 'warm_cache_edit': 0.0,
+        'aoti_cpp_nonstrict': 0.12, 'aoti_cpp_strict': 0.17, 'aoti_fresh_nonstrict': 0.05, 'aoti_nonstrict': 0.03,
+        'aoti_strict': 3.63, 'compile_cpp_wrapper': 1.36, 'compile_cudagraphs': 0.0, 'compile_default': 0.13,
+        'compile_dynamic': 0.26, 'compile_fullgraph': 0.2, 'compile_max_autotune': 0.12, 'compile_unbacked': 0.37,
+        'cpu_fallback': 0.03, 'eager': 0.04, 'export_nonstrict': 0.03, 'export_strict': 0.08, 'flop_counter': 0.0,
+        'opcheck': 0.03, 'tensor_subclass': 0.04, 'train_compile_default': 0.34, 'train_compile_fullgraph': 1.07,
+        'train_eager': 0.04, 'warm_cache_edit': 0.0,
     },
     ('interpreter', 'matrix'): {
         'aoti_cpp_nonstrict': 0.3, 'aoti_cpp_strict': 3.28, 'aoti_fresh_nonstrict': 2.94, 'aoti_nonstrict': 3.83, 'aoti_strict': 12.39,

@@ -43,7 +43,8 @@ class MatrixWorker:
         self._runner: Runner | None = None
         self._baseline: dict[Cell, CellResult] | None = None
         # Every process of the run stops on the first Ctrl-C only; an xdist worker as its controller tells it.
-        self.interrupts = OnceInterrupted.install(raises="PYTEST_XDIST_WORKER" not in os.environ)
+        # (An xdist worker is told by its config: PYTEST_XDIST_WORKER is inherited by a run a test starts.)
+        self.interrupts = OnceInterrupted.install(raises=not hasattr(config, "workerinput"))
 
     @staticmethod
     def of(config: pytest.Config) -> MatrixWorker | None:
@@ -101,7 +102,7 @@ class MatrixWorker:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         # Put back in a process that goes on (pytest run in-process); an xdist worker keeps it while it ends, so a
         # Ctrl-C then is not raised in whatever its teardown runs.
-        if self.interrupts is not None and "PYTEST_XDIST_WORKER" not in os.environ and signal.getsignal(signal.SIGINT) is self.interrupts:
+        if self.interrupts is not None and not hasattr(config, "workerinput") and signal.getsignal(signal.SIGINT) is self.interrupts:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         runner, self._runner = self._runner, None
         if runner is None:

@@ -147,7 +147,7 @@ def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff)
             for name, get in COMPARED]
     out += [tabulate(rows, headers=["", "old", "new", ""], tablefmt="github"), ""]
     for path, run in ((old_path, old), (new_path, new)):
-        if not run.complete:
+        if run.missing:  # cells it collected and never ran: a killed or interrupted run
             out += [f"> **WARNING: {path} is an incomplete run** ({run.interrupted or 'stopped early'}): {len(run.missing)} of its "
                     "cells never reported, and are compared as missing or new, not as outcomes.", ""]
     out.append(f"{headline(diff)}.")
