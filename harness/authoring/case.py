@@ -343,7 +343,11 @@ class Case:
         try:
             inspect.signature(self.reference).bind(*params)
         except TypeError as exc:
-            raise CaseError(self.name, f"reference cannot take the launcher's {len(params)} inputs: {exc}") from None
+            defaulted = [p.name for p in params if p.default is not inspect.Parameter.empty and p.name not in self.scalars]
+            hint = (f"; the launcher's parameters with defaults ({', '.join(defaulted)}) count as inputs: give schema= without "
+                    "them (they keep their defaults), declare them in scalars=, or launch through a function that leaves "
+                    "them out" if defaulted else "")
+            raise CaseError(self.name, f"reference cannot take the launcher's {len(params)} inputs: {exc}{hint}") from None
         except ValueError:
             pass  # a builtin without a signature: checked when it first runs
         trailing = [p.name for p in params[len(params) - len(self.scalars):]] if self.scalars else []

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import torch
@@ -12,10 +13,19 @@ from tabulate import tabulate
 
 from harness.authoring.case import Case, dtype_name, kernel_name
 
+STRATEGY_CHARS = 80  # of a hand-made strategy's text in the case table
+
 
 def strategy_text(strategy: object) -> str:
-    """A strategy as a reader wants it: inputs.shapes says its ranges; any other strategy shows its repr."""
-    return getattr(strategy, "summary", None) or repr(strategy)
+    """A strategy as a reader wants it: inputs.shapes says its ranges; any other strategy its repr, with hypothesis's
+    integer ranges as `low..high`, tuples as parentheses, and cut after STRATEGY_CHARS characters."""
+    summary = getattr(strategy, "summary", None)
+    if summary:
+        return summary
+    text = re.sub(r"integers\(min_value=(-?\d+), max_value=(-?\d+)\)", r"\1..\2", repr(strategy))
+    text = re.sub(r"\btuples\(", "(", text)
+    return text if len(text) <= STRATEGY_CHARS else text[: STRATEGY_CHARS - 1] + "…"
+
 
 
 def _scalars(case: Case) -> str:

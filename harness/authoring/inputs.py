@@ -14,11 +14,16 @@ def sizes(max_size: int = 4096, min_size: int = 1) -> st.SearchStrategy[int]:
     return st.one_of(st.sampled_from(edges), st.integers(min_size, max_size))
 
 
-def shapes(*max_sizes: int, min_size: int = 1) -> st.SearchStrategy[tuple[int, ...]]:
-    """Shapes with one dimension per maximum, e.g. shapes(1024, 300) for (rows, cols); `min_size=0`
-    lets any dimension be empty."""
-    strategy = st.tuples(*(sizes(m, min_size) for m in max_sizes))
-    strategy.summary = "(" + ", ".join(f"{min_size}..{m}" for m in max_sizes) + ")"  # for the case table
+def shapes(*max_sizes: int, min_size: int | tuple[int, ...] = 1) -> st.SearchStrategy[tuple[int, ...]]:
+    """Shapes with one dimension per maximum, e.g. shapes(1024, 300) for (rows, cols). `min_size`: the smallest size
+    of every dimension (0 lets any be empty), or one a dimension, e.g. shapes(64, 1024, 32, min_size=(1, 2, 2)) where
+    heads and sequence need two."""
+    mins = min_size if isinstance(min_size, tuple) else (min_size,) * len(max_sizes)
+    if len(mins) != len(max_sizes) or any(not 0 <= low <= high for low, high in zip(mins, max_sizes)):
+        raise ValueError(f"shapes{max_sizes}: min_size {min_size!r} needs one size from 0 to each maximum, for each of "
+                         f"the {len(max_sizes)} dimensions")
+    strategy = st.tuples(*(sizes(high, low) for low, high in zip(mins, max_sizes)))
+    strategy.summary = "(" + ", ".join(f"{low}..{high}" for low, high in zip(mins, max_sizes)) + ")"  # for the case table
     return strategy
 
 

@@ -150,6 +150,10 @@ def test_the_charts_show_the_shipped_column_and_its_section_only_where_a_case_sh
     assert re.search(r"\| custom_op +\| shipped +\| control +\|", matrix(Results(fingerprint=FINGERPRINT, cells=shipped)))
     plain = [c for c in shipped if c.wrapping is not Wrapping.SHIPPED]
     assert "shipped" not in support_chart(Results(fingerprint=FINGERPRINT, cells=plain))
+    # a library that runs on a GPU only, charted on a CPU: no "0 of the 0"
+    untested = [CellResult(Cell("gpu_lib", Wrapping.SHIPPED, row), Outcome.SKIPPED, message="needs a GPU") for row in (Row.EAGER, Row.OPCHECK)]
+    assert "- `gpu_lib`: no row counted here (2 cells not tested: [MATRIX.md](MATRIX.md) says why)" in support_chart(
+        Results(fingerprint=FINGERPRINT, cells=untested))
     assert "shipped" not in matrix(Results(fingerprint=FINGERPRINT, cells=plain))
 
 

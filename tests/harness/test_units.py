@@ -46,6 +46,10 @@ def _launch_with_scale(k, x: torch.Tensor, scale: float) -> torch.Tensor:
     return x * scale
 
 
+def _launch_with_a_library_default(k, x: torch.Tensor, output_contiguous: bool = False) -> torch.Tensor:
+    return x
+
+
 def _case(**overrides):
     fields = dict(
         name="good", kernels=(copy_kernel,), launch=_launch_with("copy_kernel"), reference=lambda x: x.clone(),
@@ -85,6 +89,9 @@ def test_string_annotations_are_read_as_the_types_they_name_and_an_unknown_name_
         (dict(dtypes=(torch.int32,)), "no default tolerance"),
         (dict(launch=lambda k, x: x), "needs a type annotation"),
         (dict(reference=lambda x, y: x), "reference cannot take"),
+        (dict(launch=_launch_with_a_library_default),  # a library's launcher, with a trailing parameter left at its default
+         "reference cannot take the launcher's 2 inputs: .*; the launcher's parameters with defaults \\(output_contiguous\\) "
+         "count as inputs: give schema= without them \\(they keep their defaults\\), declare them in scalars="),
         (dict(mutates=frozenset({"y"})), "not launcher parameters"),
         (dict(shapes=[(1,)]), "hypothesis strategy"),
         (dict(max_batch=64, benchmark_batch=65), "benchmark_batch 65 must lie in 1..max_batch"),
@@ -791,3 +798,18 @@ def test_the_runner_s_messages_read_back_as_they_were_sent():
         assert (back.result and back.result.to_json()) == (event.result and event.result.to_json())
     with pytest.raises(ValueError):  # a kind the protocol does not have
         Event.parse(json.dumps({"event": "finished"}))
+
+
+def test_shapes_take_a_smallest_size_for_each_dimension_and_the_case_table_says_each_range():
+    from hypothesis import find
+
+    from harness.authoring import catalog
+
+    strategy = inputs.shapes(64, 1024, 32, min_size=(1, 2, 2))  # heads and sequence need two
+    assert catalog.strategy_text(strategy) == "(1..64, 2..1024, 2..32)"
+    assert find(strategy, lambda shape: True) == (1, 2, 2)  # the smallest shape hypothesis can draw
+    with pytest.raises(ValueError, match="min_size \\(1, 2\\) needs one size from 0 to each maximum, for each of the 3"):
+        inputs.shapes(64, 1024, 32, min_size=(1, 2))
+    # a hand-made strategy reads as its ranges, not hypothesis's repr
+    made = st.tuples(st.integers(2, 64), st.sampled_from([128, 256]))
+    assert catalog.strategy_text(made) == "(2..64, sampled_from([128, 256]))"
