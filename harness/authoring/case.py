@@ -195,6 +195,8 @@ class Case:
     requires(device): why this case cannot run on this device ("cuda" or "cpu"), or None; its cells are
         then skipped with that reason (e.g. a kernel that needs a Hopper GPU).
     mutates: names of inputs the launcher writes in place (declared as `mutates_args`).
+    no_grad: names of float tensor inputs that take no gradient (a rotary embedding's cos and sin buffers): training
+        rows leave them as they are and check no gradient of theirs; the backward's value for them is not used.
     backward: how to differentiate it (training rows); None: the case has no gradient.
     flops: flops(*input shapes) -> int, registered with register_flop_formula on the operator styles.
     shipped: the op as the library ships it, called with the launcher's inputs: a torch.library operator
@@ -221,6 +223,7 @@ class Case:
     dynamic_dims: Mapping[int, int] = field(default_factory=dict)
     requires: Callable[[str], str | None] | None = None
     mutates: frozenset[str] = frozenset()
+    no_grad: frozenset[str] = frozenset()
     backward: Backward | None = None
     flops: Callable[..., int] | None = None
     schema: str | None = None
@@ -356,6 +359,10 @@ class Case:
         for name, strategy in self.scalars.items():
             if not isinstance(strategy, st.SearchStrategy):
                 raise CaseError(self.name, f"scalars[{name!r}] must be a hypothesis strategy, e.g. st.sampled_from([1, 2])")
+        tensor_names = {p.name for p in params if p.annotation is torch.Tensor or _is_optional_tensor(p.annotation)}
+        if not self.no_grad <= tensor_names:
+            raise CaseError(self.name, f"no_grad names {sorted(self.no_grad - tensor_names)}, which are not tensor inputs of the launcher "
+                                       f"({', '.join(sorted(tensor_names))})")
         if set(self.example_scalars) != set(self.scalars):
             raise CaseError(self.name, f"example_scalars must give a value for each of the scalars {list(self.scalars)}")
         try:
@@ -451,6 +458,11 @@ class Case:
 
     def input_parameters(self) -> list[inspect.Parameter]:
         return list(self.signature.parameters.values())
+
+    @property
+    def no_grad_positions(self) -> tuple[int, ...]:
+        """The positions of the inputs that take no gradient (no_grad), as training.leaves takes them."""
+        return tuple(i for i, p in enumerate(self.input_parameters()) if p.name in self.no_grad)
 
     @property
     def batched(self) -> tuple[bool, ...]:

@@ -456,7 +456,7 @@ class Execution:
             else:
                 self.program, self.reference = wrappings.build(self.case, self.cell.wrapping), self.case.reference
         if self.training:
-            self.reference = train.step(self.reference)
+            self.reference = train.step(self.reference, self.case.no_grad_positions)
 
     def structure(self, inputs: tuple[Any, ...]) -> frozenset[str]:
         """Which inputs are None, where it matters: on rows that trace once."""
@@ -477,7 +477,7 @@ class Execution:
                                              f"make_inputs gives another structure at example_shape, where this row traces")
                 return None
             if self.training:
-                inputs = train.leaves(inputs)
+                inputs = train.leaves(inputs, self.case.no_grad_positions)
             variant = dtype_name(dtype) + "".join(f"-no-{name}" for name in sorted(absent))
             key_name = self.cell.package_key(variant)
             shared = None
@@ -495,7 +495,7 @@ class Execution:
                 built = builders.build(request)
             finally:
                 self.result.timings.compile += time.perf_counter() - start
-            self.artifacts[key] = train.step(built) if self.training else built
+            self.artifacts[key] = train.step(built, self.case.no_grad_positions) if self.training else built
             self.announce(Stage.RUN)
         return self.artifacts[key]
 
@@ -509,7 +509,7 @@ class Execution:
         actual = flatten(self.call(artifact, act_inputs))
         input_names = [p.name for p in self.case.input_parameters()]
         tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
-        graded = [input_names[i] for i in tensors if inputs[i].is_floating_point()] if self.training else []
+        graded = [input_names[i] for i in tensors if inputs[i].is_floating_point() and input_names[i] not in self.case.no_grad] if self.training else []
         names = list(self.cell.row.spec.outputs) or (
             [f"output {n}" for n in range(len(expected) - len(graded))] + [f"gradient of input {n!r}" for n in graded]
         )

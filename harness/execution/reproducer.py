@@ -561,16 +561,17 @@ def _(*shapes, out_shape=None, **kwargs):
         compared_inputs = True  # the inputs after the call are compared too: a mutation must happen, and only where declared
         if kind is Kind.TRAIN:
             self._train_step()
-            graded = [n for n, p in zip(self.params, case.input_parameters()) if p.annotation is torch.Tensor or n in case.optional_inputs]
+            graded = [n for n, p in zip(self.params, case.input_parameters())
+                      if (p.annotation is torch.Tensor or n in case.optional_inputs) and p.name not in case.no_grad]
             gradients = [f"gradient of input {n!r}" for n in graded]
             names = f"[f'output {{n}}' for n in range(count - {len(gradients)})] + {gradients!r}"
-            reference, compared_inputs = "step(case.reference)", False
+            reference, compared_inputs = "step(case.reference, NO_GRAD)", False
         if kind is Kind.EAGER or (kind is Kind.SUBSYSTEM and row is Row.CPU_FALLBACK):
             lines += ["artifact = program"]
         elif kind in (Kind.COMPILE, Kind.WARM_CACHE, Kind.TRAIN):
             options = ", ".join(f"{k}={v!r}" for k, v in (spec.compile_options or {}).items())
             if spec.compile_options is None:  # training without a compiler
-                lines += ["artifact = step(program)"]
+                lines += ["artifact = step(program, NO_GRAD)"]
             else:
                 if kind is Kind.WARM_CACHE:
                     lines.insert(0, "# The chart compiled this once, then again in a new process on the warm caches after editing "
@@ -625,7 +626,7 @@ def _(*shapes, out_shape=None, **kwargs):
         example (seed 0 at example_shape), as the chart builds it (builders.compiled); in training, the forward alone,
         on inputs that require grad. Two compiled functions of one program share Dynamo's and Inductor's caches."""
         called = "unbacked_of(compiled)" if self.row.spec.unbacked else "compiled"
-        first = (f"leaves(make_inputs(dtype, {self.case.example_shape!r}, 0))" if kind is Kind.TRAIN
+        first = (f"leaves(make_inputs(dtype, {self.case.example_shape!r}, 0), NO_GRAD)" if kind is Kind.TRAIN
                  else f"make_inputs(dtype, {self.case.example_shape!r}, 0)")
         return ["", "", *(self._unbacked() if self.row.spec.unbacked else []),
                 "def build(dtype):",
@@ -633,7 +634,7 @@ def _(*shapes, out_shape=None, **kwargs):
                 f"    called = {called}",
                 '    with stage("compile", called=True):',
                 f"        called(*{first})",
-                "    return step(called)" if kind is Kind.TRAIN else "    return called",
+                "    return step(called, NO_GRAD)" if kind is Kind.TRAIN else "    return called",
                 "",
                 "",
                 "ARTIFACTS = {}",
@@ -738,6 +739,8 @@ def _(*shapes, out_shape=None, **kwargs):
 
     def _train_step(self) -> None:
         self.source.add(_training())
+        # the inputs that take no gradient (the case's no_grad), by position, as the chart passes them to leaves and step
+        self.source.add(f"NO_GRAD = {self.case.no_grad_positions!r}")
 
     def _subsystem(self, lines: list[str]) -> tuple[str, str]:
         """The row's program (`artifact`) added to `lines`; returns its reference and its outputs' names (source)."""

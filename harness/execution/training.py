@@ -7,10 +7,12 @@ from typing import Any, Callable
 import torch
 
 
-def leaves(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Floating-point tensor inputs become leaves that require grad, like a model's activations."""
+def leaves(inputs: tuple[Any, ...], no_grad: tuple[int, ...] = ()) -> tuple[Any, ...]:
+    """Floating-point tensor inputs become leaves that require grad, like a model's activations; those at the positions
+    `no_grad` (a case's buffers: Case.no_grad) stay as they are."""
     return tuple(
-        x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs
+        x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() and i not in no_grad else x
+        for i, x in enumerate(inputs)
     )
 
 
@@ -19,8 +21,8 @@ def _cotangent(output: torch.Tensor) -> torch.Tensor:
     return torch.linspace(-1.0, 1.0, output.numel(), device=output.device).reshape(output.shape)
 
 
-def step(forward: Callable[..., Any]) -> Callable[..., list[Any]]:
-    """fn(*inputs) -> [outputs..., gradient of each tensor input (None where autograd gives none)].
+def step(forward: Callable[..., Any], no_grad: tuple[int, ...] = ()) -> Callable[..., list[Any]]:
+    """fn(*inputs) -> [outputs..., gradient of each tensor input that takes one (None where autograd gives none)].
 
     Only the forward is compiled (backward runs from AOTAutograd's compiled graph). An output that is
     cut off from the autograd graph (a raw kernel's) leaves its inputs without gradients: the harness
@@ -28,7 +30,7 @@ def step(forward: Callable[..., Any]) -> Callable[..., list[Any]]:
     """
 
     def train_step(*inputs: Any) -> list[Any]:
-        xs = leaves(inputs)
+        xs = leaves(inputs, no_grad)
         result = forward(*xs)
         outputs = [o for o in (result if isinstance(result, (tuple, list)) else (result,)) if o is not None]
         wrt = [x for x in xs if isinstance(x, torch.Tensor) and x.requires_grad]

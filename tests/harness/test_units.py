@@ -813,3 +813,22 @@ def test_shapes_take_a_smallest_size_for_each_dimension_and_the_case_table_says_
     # a hand-made strategy reads as its ranges, not hypothesis's repr
     made = st.tuples(st.integers(2, 64), st.sampled_from([128, 256]))
     assert catalog.strategy_text(made) == "(2..64, sampled_from([128, 256]))"
+
+
+def test_an_input_declared_no_grad_takes_no_gradient_in_training_and_one_not_declared_is_checked(tmp_path):
+    """A buffer (a rotary embedding's cos) declared no_grad stays as it is in the training rows, and its gradient is
+    neither asked of the styles nor computed for the reference; undeclared, the reference's gradient for it is checked."""
+    from tests.harness.test_trustworthy_reports import _matrix
+
+    module = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_modules", "buffer_inputs.py")
+    proc = _matrix(tmp_path, f"--cases={module}", "-k", "train_eager", f"--report-dir={tmp_path / 'r'}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    cells = {c.cell.id: c for c in load(str(tmp_path / "r" / "results.json")).cells}
+    for style in ("control", "raw_autograd", "triton_op", "custom_op"):
+        assert cells[f"scaled_by_buffer-{style}-train_eager"].outcome is Outcome.PASS, cells[f"scaled_by_buffer-{style}-train_eager"].message
+    assert cells["scaled_by_buffer-raw-train_eager"].message.startswith("gradient of input 'x' differs")  # raw loses x's only
+    undeclared = cells["scaled_by_buffer_undeclared-custom_op-train_eager"]
+    assert undeclared.outcome is Outcome.WRONG and undeclared.message.startswith("gradient of input 'cos' differs from the reference: "
+                                                                                 "it is missing (None)"), undeclared.message
+    with pytest.raises(CaseError, match="no_grad names \\['bias'\\], which are not tensor inputs of the launcher"):
+        _case(no_grad=frozenset({"bias"})).check()

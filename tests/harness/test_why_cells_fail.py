@@ -605,6 +605,7 @@ def _a_package_folder(tmp_path):
     ("a file inside a package, its shipped op", os.path.join(ROOT, "tests", "harness", "planted_shipped.py"), "library_function-shipped-eager"),
     ("a module by its name", "harness.cases.add", "add-raw_autograd-eager"),
     ("a package's folder", None, "pkg_negate-triton_op-eager"),
+    ("a buffer that takes no gradient, in training", os.path.join(USER_MODULES, "buffer_inputs.py"), "scaled_by_buffer-custom_op-train_eager"),
 ])
 def test_a_reproducer_finds_its_case_from_the_runs_own_cases_and_runs_it_alone_from_anywhere(source, spec, cell, tmp_path):
     spec = spec or _a_package_folder(tmp_path)
