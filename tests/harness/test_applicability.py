@@ -87,3 +87,11 @@ def test_a_case_that_declares_no_backward_has_no_training_cell_in_any_generated_
         assert select(Cell("two_outputs", Wrapping.CONTROL, row), case, _env()).skipped is None
     # with a backward declared, the raw launcher is trained as it is: the gradient it loses is the finding
     assert select(Cell("add", Wrapping.RAW, Row.TRAIN_EAGER), CASES["add"], _env()).skipped is None
+
+
+def test_a_case_that_requires_other_hardware_still_runs_its_control_so_its_reference_is_checked_here():
+    case = CASES["tma_add"]
+    assert case.requires("cpu") is not None
+    assert select(Cell("tma_add", Wrapping.CONTROL, Row.EXPORT_STRICT), case, _env()).skipped is None
+    for wrapping in (Wrapping.RAW, Wrapping.TRITON_OP, Wrapping.CUSTOM_OP):
+        assert select(Cell("tma_add", wrapping, Row.EXPORT_STRICT), case, _env()).skipped == case.requires("cpu")
