@@ -193,7 +193,8 @@ class Case:
         largest size ({1: 1024}); every batched tensor input with that dim shares one Dim, and the exported
         artifacts' checks draw it.
     requires(device): why this case cannot run on this device ("cuda" or "cpu"), or None; its cells are
-        then skipped with that reason (e.g. a kernel that needs a Hopper GPU).
+        then skipped with that reason (e.g. a kernel that needs a Hopper GPU), all but the control's, which runs the
+        reference alone.
     mutates: names of inputs the launcher writes in place (declared as `mutates_args`).
     no_grad: names of float tensor inputs that take no gradient (a rotary embedding's cos and sin buffers): training
         rows leave them as they are and check no gradient of theirs; the backward's value for them is not used.
