@@ -32,11 +32,11 @@ MEASURED: dict[tuple[str, str], dict[str, float]] = {
         'train_eager': 0.37, 'warm_cache_edit': 9.53,
     },
     ('interpreter', 'quick'): {
-        'aoti_cpp_nonstrict': 0.12, 'aoti_cpp_strict': 0.17, 'aoti_fresh_nonstrict': 0.05, 'aoti_nonstrict': 0.03,
-        'aoti_strict': 3.63, 'compile_cpp_wrapper': 1.36, 'compile_cudagraphs': 0.0, 'compile_default': 0.13,
-        'compile_dynamic': 0.26, 'compile_fullgraph': 0.2, 'compile_max_autotune': 0.12, 'compile_unbacked': 0.37,
+        'aoti_cpp_nonstrict': 0.12, 'aoti_cpp_strict': 0.16, 'aoti_fresh_nonstrict': 0.06, 'aoti_nonstrict': 0.02,
+        'aoti_strict': 3.25, 'compile_cpp_wrapper': 1.22, 'compile_cudagraphs': 0.0, 'compile_default': 0.13,
+        'compile_dynamic': 0.23, 'compile_fullgraph': 0.2, 'compile_max_autotune': 0.13, 'compile_unbacked': 0.35,
         'cpu_fallback': 0.03, 'eager': 0.04, 'export_nonstrict': 0.03, 'export_strict': 0.08, 'flop_counter': 0.0,
-        'opcheck': 0.03, 'tensor_subclass': 0.04, 'train_compile_default': 0.34, 'train_compile_fullgraph': 1.07,
+        'opcheck': 0.03, 'tensor_subclass': 0.04, 'train_compile_default': 0.32, 'train_compile_fullgraph': 1.02,
         'train_eager': 0.04, 'warm_cache_edit': 0.0,
     },
     ('interpreter', 'matrix'): {
