@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import re
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,7 +111,7 @@ def write_together(directory: str, contents: dict[str, str | bytes], remove: tup
             target = os.path.join(directory, name)
             if os.path.lexists(target):
                 kept[name] = os.path.join(directory, f".old-{os.getpid()}-{name}")
-                os.link(target, kept[name])  # fails, as a replacement would, on a file that may not change
+                _keep(target, kept[name])
         for name, path in staged.items():
             os.replace(path, os.path.join(directory, name))
             replaced.append(name)
@@ -140,6 +141,15 @@ def _staged(directory: str, name: str, content: str | bytes) -> str:
         os.unlink(tmp)
         raise
     return tmp
+
+
+def _keep(target: str, kept: str) -> None:
+    """The old file under a second name: a hard link (no copy, no space), or, on a file system without them, a copy.
+    A file that may not change is then refused by its replacement, and put back like the rest."""
+    try:
+        os.link(target, kept)
+    except OSError:
+        shutil.copy2(target, kept)
 
 
 def _put_back(directory: str, replaced: list[str], kept: dict[str, str]) -> None:

@@ -48,16 +48,33 @@ def test_a_fault_while_the_reports_are_written_leaves_every_old_report_as_it_was
                 raise OSError(errno.ENOSPC, "No space left on device")
             return real_replace(src, dst)
         monkeypatch.setattr(os, "replace", replace)
-    else:  # linking fails as replacing would (an immutable file)
+    else:  # an immutable file: neither linked nor replaced
         def link(src, dst):
             if str(src).endswith("SUPPORT.md"):
                 raise PermissionError(errno.EPERM, "Operation not permitted")
             return real_link(src, dst)
+
+        def replace(src, dst):
+            if str(dst).endswith("SUPPORT.md"):
+                raise PermissionError(errno.EPERM, "Operation not permitted")
+            return real_replace(src, dst)
         monkeypatch.setattr(os, "link", link)
+        monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(OutputNotWritten, match="were not replaced, and are as they were"):
         report.write(_results("new"), str(tmp_path))
     assert {name: (tmp_path / name).read_bytes() for name in REPORTS} == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # nothing left beside them
+
+
+def test_on_a_file_system_without_hard_links_the_reports_are_still_replaced(tmp_path, monkeypatch):
+    _complete_chart(tmp_path)
+
+    def link(src, dst):
+        raise PermissionError(errno.EPERM, "Operation not permitted")  # what FAT and some mounted volumes answer
+    monkeypatch.setattr(os, "link", link)
+    report.write(_results("new"), str(tmp_path))
+    assert "new" in (tmp_path / "MATRIX.md").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
 def test_write_together_puts_back_what_it_replaced_when_an_interruption_stops_it(tmp_path, monkeypatch):
