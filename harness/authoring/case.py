@@ -146,17 +146,28 @@ def _simplest(case: str, field: str, strategy: st.SearchStrategy[Any]) -> Any:
 
 @dataclass(frozen=True)
 class Backward:
-    """The gradient of a case with one output.
+    """The gradient of a case.
 
     launch(grad, *inputs) returns the gradient of each tensor input (a tuple when there are several). Like the
     forward's launcher it may call its `kernels` as module globals, or take the namespace first,
     launch(k, grad, *inputs), and call `k.<kernel name>[grid](...)`; the harness wraps them for each style
     (their own triton_op for the triton_op style, as the tutorial's mysin/mycos). With no kernels it is
     plain PyTorch.
+
+    takes: what launch receives, in order, by name, as a library's autograd.Function passes it from its ctx:
+        the gradient of each output (`grad` where the op has one output, else `grad_<output>` for each output
+        the case's `returns` names, or grad0, grad1, ... for a launcher's unnamed tuple), the case's inputs by
+        their names, and the launcher's other results by the names `returns` gives them (what the forward
+        saved: rstd, mean). Default: every output's gradient, then every input.
+    gives: the inputs whose gradients launch returns, in order (layer norm's dx, dweight, dbias). Default: one
+        for each tensor input.
+    Unannotated (a library's backward as it ships), its operator schema comes from `takes` and `gives`.
     """
 
     launch: Callable[..., Any]
     kernels: tuple[Any, ...] = ()
+    takes: tuple[str, ...] = ()
+    gives: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -196,6 +207,13 @@ class Case:
         then skipped with that reason (e.g. a kernel that needs a Hopper GPU), all but the control's, which runs the
         reference alone.
     mutates: names of inputs the launcher writes in place (declared as `mutates_args`).
+    returns: names of the launcher's results where it returns a tuple as libraries' launchers do ((y, rstd),
+        (y, mean, rstd)): `outputs` names those the op gives its callers; the others are what the forward keeps
+        for the backward (Backward.takes names them). One name names a launcher's single output, for a backward
+        that takes it (softmax's). The operator styles return every result and their callers
+        take the outputs, as aten's native_layer_norm does; the reference returns every result too (it is the
+        operator's fake), and the chart compares the outputs.
+    outputs: the names among `returns` that the op gives its callers (default: all of them).
     no_grad: names of float tensor inputs that take no gradient (a rotary embedding's cos and sin buffers): training
         rows leave them as they are and check no gradient of theirs; the backward's value for them is not used.
     backward: how to differentiate it (training rows); None: the case has no gradient.
@@ -225,6 +243,8 @@ class Case:
     requires: Callable[[str], str | None] | None = None
     mutates: frozenset[str] = frozenset()
     no_grad: frozenset[str] = frozenset()
+    returns: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
     backward: Backward | None = None
     flops: Callable[..., int] | None = None
     schema: str | None = None
@@ -240,6 +260,7 @@ class Case:
         self._check_dtypes_and_sizes()
         params = self.input_parameters()
         self._check_signature(params)
+        self._check_results(params)
         self._check_backward()
         self._check_inputs(params)
 
@@ -317,6 +338,32 @@ class Case:
             if unknown:
                 raise CaseError(self.name, f"{attr} names {sorted(unknown)}, which are not launcher parameters")
 
+    def _check_results(self, params: list[inspect.Parameter]) -> None:
+        """The names of a tuple-returning launcher's results, and the outputs among them."""
+        inputs = {p.name for p in params}
+        for name in self.returns:
+            if not isinstance(name, str) or not name.isidentifier() or name.startswith("grad") or name in inputs:
+                raise CaseError(self.name, f"returns names {name!r}: give each result a Python name that is not an input's "
+                                           f"({', '.join(sorted(inputs))}) and does not start with 'grad' (rename it, e.g. "
+                                           f"{str(name) + '_saved'!r})")
+        if len(set(self.returns)) != len(self.returns):
+            raise CaseError(self.name, f"returns {list(self.returns)} names a result twice")
+        if self.outputs and not self.returns:
+            raise CaseError(self.name, "outputs= picks among the launcher's results: name them all first, in order, with returns=")
+        if not set(self.outputs) <= set(self.returns) or len(set(self.outputs)) != len(self.outputs):
+            raise CaseError(self.name, f"outputs {list(self.outputs)} must name results of returns {list(self.returns)}, each once")
+        if not self.returns:
+            return
+        annotated = self._declared_signature.return_annotation
+        if annotated is torch.Tensor and len(self.returns) > 1:
+            raise CaseError(self.name, f"returns names {len(self.returns)} results but the launcher is annotated to return one "
+                                       "tensor: annotate it -> tuple[torch.Tensor, ...], or leave returns= out")
+        if typing.get_origin(annotated) is tuple:
+            count = [a for a in typing.get_args(annotated) if a is not Ellipsis]
+            if Ellipsis not in typing.get_args(annotated) and len(count) != len(self.returns):
+                raise CaseError(self.name, f"returns names {len(self.returns)} results but the launcher is annotated to return "
+                                           f"{len(count)}: name each element of its tuple, in order")
+
     def _check_backward(self) -> None:
         """The backward, where one is given: its signature, its kernels, reached by its launcher."""
         if self.backward is not None:
@@ -324,19 +371,46 @@ class Case:
                 raise CaseError(self.name, "a case that mutates its inputs cannot declare a backward")
             if not callable(self.backward.launch):
                 raise CaseError(self.name, "backward.launch must be a function")
-            # The operator styles register the backward as an operator too: its schema comes from these.
+            self._check_backward_names()
+            # The operator styles register the backward as an operator too: its schema comes from its annotations, or
+            # from what it takes and gives.
             signature = self.backward_signature
-            for p in signature.parameters.values():
-                if p.annotation is inspect.Parameter.empty:
-                    raise CaseError(self.name, f"backward parameter {p.name!r} needs a type annotation (the schema is inferred)")
-            if signature.return_annotation is inspect.Signature.empty:
-                raise CaseError(self.name, "backward needs a return annotation (-> torch.Tensor, or a tuple with one per tensor input)")
+            try:
+                inspect.Signature([p.replace(annotation=inspect.Parameter.empty) for p in without_namespace(
+                    self.backward.launch, inspect.signature(self.backward.launch)).parameters.values()]).bind(*signature.parameters)
+            except TypeError as exc:
+                raise CaseError(self.name, f"backward cannot take the {len(signature.parameters)} arguments it is given "
+                                           f"({', '.join(signature.parameters)}): {exc}; say what it takes, in order, with "
+                                           "Backward(takes=(...))") from None
+            except ValueError:
+                pass  # a builtin without a signature: checked when it first runs
             for kernel in self.backward.kernels:
                 try:
                     kernel_name(kernel)
                 except TypeError as exc:
                     raise CaseError(self.name, f"backward: {exc}") from None
             self._check_reached(self.backward.launch, self.backward.kernels, "backward")
+
+    def _check_backward_names(self) -> None:
+        """Backward.takes names what there is to take; Backward.gives names tensor inputs."""
+        assert self.backward is not None
+        inputs = [p.name for p in self.input_parameters()]
+        known = [*self.gradient_names, *inputs, *self.returns]
+        for name in self.backward.takes:
+            if name not in known:
+                raise CaseError(self.name, f"Backward takes {name!r}, which is none of what a backward can be given: "
+                                           f"{', '.join(known)}")
+        tensors = [p.name for p in self.input_parameters() if p.annotation is torch.Tensor or _is_optional_tensor(p.annotation)]
+        for name in self.backward.gives:
+            if name not in tensors:
+                raise CaseError(self.name, f"Backward gives {name!r}, which is not a tensor input ({', '.join(tensors)})")
+        if len(set(self.backward.gives)) != len(self.backward.gives):
+            raise CaseError(self.name, f"Backward gives {list(self.backward.gives)} names an input twice")
+        untaken = [name for name in self.gradients_given if name not in self.backward_takes]
+        if self.backward.kernels and untaken:
+            raise CaseError(self.name, f"Backward gives the gradient of {', '.join(untaken)} without taking {'it' if len(untaken) == 1 else 'them'}: "
+                                       "the operator styles register a backward with kernels as an operator, whose fake makes each "
+                                       "gradient like its input; add them to takes, or list in gives only the inputs it takes")
 
     def _check_inputs(self, params: list[inspect.Parameter]) -> None:
         """What the case draws and makes: the reference takes it, the scalars close the signature, make_inputs takes every shape."""
@@ -428,8 +502,19 @@ class Case:
 
     @property
     def signature(self) -> inspect.Signature:
-        """The op's signature, inputs and return, as its callers see it: the schema's where the case gives one,
-        else the launcher's annotations (without `k`). Every style's operator schema is inferred from it."""
+        """The operator's signature, inputs and return: the schema's where the case gives one, else the launcher's
+        annotations (without `k`); with `returns`, a tuple of that many tensors. Every style's operator schema is
+        inferred from it."""
+        signature = self._declared_signature
+        if len(self.returns) > 1:  # a tuple of tensors, whatever else the library annotates (a Union with its other modes)
+            return signature.replace(return_annotation=tuple[(torch.Tensor,) * len(self.returns)])  # type: ignore[misc]
+        if self.returns:
+            return signature.replace(return_annotation=torch.Tensor)
+        return signature
+
+    @property
+    def _declared_signature(self) -> inspect.Signature:
+        """The schema's signature, or the launcher's annotations (without `k`)."""
         if self.schema is not None:
             try:
                 return schema_signature(self.schema)
@@ -440,9 +525,88 @@ class Case:
 
     @property
     def backward_signature(self) -> inspect.Signature:
-        """backward(grad, *inputs) as its callers see it (without `k`)."""
+        """The backward as its callers see it (without `k`): its annotations, or, where it has none (a library's
+        backward as it ships), the types of what it takes (Backward.takes) and gives (Backward.gives)."""
         assert self.backward is not None
-        return without_namespace(self.backward.launch, self._signature(self.backward.launch, "backward"))
+        annotated = without_namespace(self.backward.launch, self._signature(self.backward.launch, "backward"))
+        if annotated.return_annotation is not inspect.Signature.empty and all(
+                p.annotation is not inspect.Parameter.empty for p in annotated.parameters.values()):
+            return annotated
+        inputs = {p.name: p.annotation for p in self.input_parameters()}
+        params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=inputs.get(name, torch.Tensor))
+                  for name in self.backward_takes]
+        grads = [typing.Optional[torch.Tensor] if _is_optional_tensor(inputs[name]) else torch.Tensor for name in self.gradients_given]
+        result: Any = grads[0] if len(grads) == 1 else tuple[tuple(grads)]  # type: ignore[misc]
+        return inspect.Signature(params, return_annotation=result)
+
+    @property
+    def output_count(self) -> int:
+        """How many outputs the op gives its callers."""
+        if self.returns:
+            return len(self.outputs or self.returns)
+        annotation = self.signature.return_annotation
+        if annotation is None or annotation is type(None):
+            return 0
+        if typing.get_origin(annotation) is tuple:
+            return len([a for a in typing.get_args(annotation) if a is not Ellipsis])
+        return 1
+
+    @property
+    def output_positions(self) -> tuple[int, ...] | None:
+        """Where the op's outputs lie among the launcher's results (returns); None where its return is the output."""
+        if not self.returns:
+            return None
+        return tuple(self.returns.index(name) for name in (self.outputs or self.returns))
+
+    def outputs_of(self, results: Any) -> Any:
+        """The op's outputs among the launcher's (or the reference's) results: one tensor, or a tuple of them."""
+        positions = self.output_positions
+        if positions is None:
+            return results
+        if len(self.returns) == 1:  # one named result: the launcher's return itself (an output the backward takes)
+            return results
+        picked = tuple(results[i] for i in positions)
+        return picked[0] if len(picked) == 1 else picked
+
+    def reference_outputs(self, *inputs: Any) -> Any:
+        """The reference's outputs, as the op gives them to its callers: what every style is compared with."""
+        return self.outputs_of(self.reference(*inputs))  # type: ignore[misc]
+
+    @property
+    def gradient_names(self) -> tuple[str, ...]:
+        """The names Backward.takes gives the gradients of the op's outputs."""
+        if self.output_count == 1:
+            return ("grad",)
+        if self.returns:
+            return tuple(f"grad_{name}" for name in (self.outputs or self.returns))
+        return tuple(f"grad{i}" for i in range(self.output_count))
+
+    @property
+    def backward_takes(self) -> tuple[str, ...]:
+        """What the backward is given, in order (Backward.takes, or every output's gradient and then every input)."""
+        assert self.backward is not None
+        return self.backward.takes or (*self.gradient_names, *(p.name for p in self.input_parameters()))
+
+    @property
+    def kept_results(self) -> tuple[str, ...]:
+        """The launcher's results the backward takes: what the forward saves for it."""
+        takes = self.backward_takes if self.backward is not None else ()
+        return tuple(name for name in self.returns if name in takes)
+
+    @property
+    def gradients_given(self) -> tuple[str, ...]:
+        """The inputs whose gradients the backward returns, in order (Backward.gives, or every tensor input)."""
+        assert self.backward is not None
+        return self.backward.gives or tuple(p.name for p in self.input_parameters()
+                                            if p.annotation is torch.Tensor or _is_optional_tensor(p.annotation))
+
+    @property
+    def gives_positions(self) -> tuple[int, ...] | None:
+        """The input positions of Backward.gives; None where it gives one gradient for each tensor input passed."""
+        if self.backward is None or not self.backward.gives:
+            return None
+        names = [p.name for p in self.input_parameters()]
+        return tuple(names.index(name) for name in self.backward.gives)
 
     @property
     def shipped_kind(self) -> ShippedKind | None:

@@ -59,10 +59,14 @@ def _more(case: Case) -> str:
     notes = []
     if configs := case.autotune_configs:
         notes.append(f"autotuned ({configs} configs)")
+    if case.returns:
+        kept = [name for name in case.returns if name not in (case.outputs or case.returns)]
+        notes.append(f"returns ({', '.join(case.returns)})" + (f", keeps {', '.join(kept)} for the backward" if kept else ""))
     if case.backward is None:
         notes.append("no backward")
     else:
-        notes.append("backward: " + (", ".join(kernel_name(k) for k in case.backward.kernels) if case.backward.kernels else "PyTorch"))
+        notes.append("backward: " + (", ".join(kernel_name(k) for k in case.backward.kernels) if case.backward.kernels else "PyTorch")
+                     + (f", takes ({', '.join(case.backward.takes)})" if case.backward.takes else ""))
     if case.mutates:
         notes.append("mutates " + ", ".join(sorted(case.mutates)))
     if case.flops:

@@ -27,15 +27,15 @@ from hypothesis import strategies as st
 from torch._dynamo.utils import counters
 
 from harness.authoring.case import Case, Example, dtype_name
-from harness.execution import applicability, builders, degradation, perf, subsystems
+from harness.execution import applicability, backward_check, builders, degradation, perf, subsystems
 from harness.execution import training as train
 from harness.execution import wrapping as wrappings
 from harness.execution.blame import LauncherRaised, case_files, raised_by_case_code, shown
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
 from harness.model.cell import Cell
-from harness.model.columns import OP_NAMESPACE, ShippedKind, Wrapping
-from harness.model.errors import HarnessError, Mismatch, first_line
+from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, ShippedKind, Wrapping
+from harness.model.errors import CaseError, HarnessError, Mismatch, first_line
 from harness.model.outcome import CaseCodeError, CellResult, Fault, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
 from harness.model.rows import Examples, Kind, Row
 from harness.model.settings import FULL_BATCH, Settings
@@ -215,8 +215,8 @@ class Execution:
         self.observer = GraphObserver()
         self.artifacts: dict[tuple[torch.dtype, frozenset[str]], Callable[..., Any] | None] = {}
         self.processes = CellProcesses()  # what the cell's builds start and share (harness.execution.builders.Build.processes)
-        self.program: Callable[..., Any] = case.reference
-        self.reference: Callable[..., Any] = case.reference
+        self.program: Callable[..., Any] = case.reference_outputs
+        self.reference: Callable[..., Any] = case.reference_outputs
         # Whether the case's code ran in this process: a cell its row does not apply to leaves the process as it was,
         # so the next cell may have it (with --cells-per-process=1, harness.processes.runner gives each cell that runs code a new one).
         self.ran_case_code = False
@@ -262,6 +262,7 @@ class Execution:
         os.makedirs(self.settings.workdir, exist_ok=True)
         try:
             self._launcher_in_plain_eager()
+            self._backward_in_plain_eager()
         except _DECIDED as exc:
             _record(self.result, exc)
             return
@@ -342,6 +343,25 @@ class Execution:
                 raise _NotTestedHere(raised)
             if raised is not None:
                 raise LauncherRaised(Stage.RUN, raised.error, raised.explained, raised.where)
+
+    def _backward_in_plain_eager(self) -> None:
+        """Raise the case's error where its backward, which this training cell's operator style registers as an
+        operator, returns aliases or writes into its arguments (harness.execution.backward_check): once a runner
+        process per case and device, on the first dtype's example."""
+        case = self.case
+        if not (self.training and self.cell.wrapping in OPERATOR_STYLES and case.backward is not None and case.backward.kernels):
+            return
+        key = (case.name, "backward", dtype_name(case.dtypes[0]), self.run_device)
+        if key not in _plain_eager:
+            example = Example(case.dtypes[0], case.example_shape, seed=0)
+            try:
+                problem = backward_check.misdeclared(case, example, self.run_device)
+            except Exception:  # noqa: BLE001 - what the plain calls raise, the cell meets and measures
+                problem = None
+            _plain_eager[key] = None if problem is None else _Raised(CaseError(case.name, problem), problem, "")
+        raised = _plain_eager[key]
+        if isinstance(raised, _Raised):
+            raise LauncherRaised(Stage.RUN, raised.error, raised.explained, raised.where)
 
     def _call_in_plain_eager(self, called: Wrapping, dtype: torch.dtype) -> _Raised | str | None:
         example = Example(dtype, self.case.example_shape, seed=0)
@@ -454,7 +474,7 @@ class Execution:
             if self.cell.row.spec.kind is Kind.SUBSYSTEM:
                 self.program, self.reference = subsystems.programs(self.cell.row, self.case, self.cell.wrapping)
             else:
-                self.program, self.reference = wrappings.build(self.case, self.cell.wrapping), self.case.reference
+                self.program, self.reference = wrappings.build(self.case, self.cell.wrapping), self.case.reference_outputs
         if self.training:
             self.reference = train.step(self.reference, self.case.no_grad_positions)
 

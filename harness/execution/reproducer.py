@@ -29,7 +29,7 @@ from harness.authoring import registry
 from harness.authoring.case import Case, Example, dtype_name, kernel_name
 from harness.authoring.launcher import takes_namespace
 from harness.model.cell import Cell
-from harness.model.columns import OP_NAMESPACE, Wrapping
+from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
 from harness.model.errors import UsageError
 from harness.model.rows import Examples, Kind, Row
 from harness.processes import runner_template
@@ -356,6 +356,8 @@ class _Body:
         self.case, self.names, self.style, self.row, self.device, self.source = case, names, style, row, device, source
         self.params = [p.name for p in case.input_parameters()]
         self.args = ", ".join(self.params)
+        # What the backward is given, by name (Backward.takes): the names the chart's generated backwards have in scope.
+        self.takes = ", ".join(case.backward_takes) if case.backward is not None else ""
         self.namespaces: dict[str, str] = {}  # the kernel namespaces the plain calls use, by name
         self.rebinding = False  # whether the file holds the rebinding of a globals-form launcher (rebound)
         self.generated = False  # whether it holds the chart's way of running a generated source (run_as_module)
@@ -426,12 +428,14 @@ def make_inputs(dtype, shape, seed, scalars=None, absent=()):
         backward = self.case.backward
         assert backward is not None
         launch_expr = self.names.of(backward.launch, "case.backward.launch")
-        args = f"grad, {self.args}"
+        args = self.takes
         if not backward.kernels:
             return f"{launch_expr}(None, {args})" if takes_namespace(backward.launch) else f"{launch_expr}({args})"
         return self._launch_call(backward.launch, backward.kernels, "backward.kernels", args, wrap, launch_expr)
 
     def wrapping(self) -> None:
+        from harness.execution.wrapping import call_returning_outputs
+
         style, case = self.style, self.case
         if style not in (Wrapping.CONTROL, Wrapping.SHIPPED):
             self.source.add(f"def launch({self.args}):\n    return {self.forward_call()}")
@@ -445,10 +449,12 @@ def make_inputs(dtype, shape, seed, scalars=None, absent=()):
             callee = self._function()
         else:
             callee = self._operator()
+        call = f"{callee}({self.args})"
+        all_results = style in (Wrapping.CONTROL, Wrapping.RAW, *OPERATOR_STYLES)  # what gives every result of a tuple-returning launcher
         self.source.add(f'''
 def program({self.args}):
     """What the path runs: the wrapped kernel called as a model calls it."""
-    return {callee}({self.args})''')
+    {call_returning_outputs(case, call) if all_results else "return " + call}''')
 
     def _function(self) -> str:
         """The chart's own autograd.Function (wrapping.function_source), its free names bound as the chart binds them."""
@@ -456,9 +462,9 @@ def program({self.args}):
 
         case = self.case
         if case.backward:
-            backward = f"def backward_of(grad, {self.args}):\n    return {self.backward_call()}"
+            backward = f"def backward_of({self.takes}):\n    return {self.backward_call()}"
         else:
-            backward = f"def backward_of(grad, *inputs):\n    raise NotImplementedError({wrapping.no_backward_message(case)!r})"
+            backward = f"def backward_of(*args):\n    raise NotImplementedError({wrapping.no_backward_message(case)!r})"
         self.source.add(f"launcher = {self.names.of(case.launch, 'case.launch')}\n\n\n{backward}")
         self.source.add(_embedded(wrapping._as_tuple, wrapping._input_grads))
         self.source.add(wrapping.function_source(case))
@@ -530,12 +536,12 @@ def _(*shapes, out_shape=None, **kwargs):
             self._operator_body(back_name, case.backward.launch, case.backward.kernels, "backward.kernels", "case.backward_signature", ())
             if style is Wrapping.CUSTOM_OP:
                 self.source.add(_embedded(wrapping.backward_fake))
-                self.source.add(f"def _backward_fake(grad, *inputs):\n    return backward_fake(grad, *inputs)\n\n\n"
+                self.source.add(f"def _backward_fake(*args):\n    return backward_fake({wrapping.fake_gradient_positions(case)!r}, *args)\n\n\n"
                                 f"_backward_fake.__signature__ = case.backward_signature\n{back_name}.register_fake(_backward_fake)")
-            backward = f"torch.ops.{OP_NAMESPACE}.{back_name}(grad, {self.args})"
-        # The chart's own registration (wrapping.OPERATOR_AUTOGRAD_SOURCE), its free names bound as the chart binds them.
-        self.source.add(f"def backward_of(grad, {self.args}):\n    return {backward}")
-        self.source.add(_embedded(wrapping._as_tuple, wrapping._input_grads, wrapping.OPERATOR_AUTOGRAD_SOURCE.strip("\n")))
+            backward = f"torch.ops.{OP_NAMESPACE}.{back_name}({self.takes})"
+        # The chart's own registration (wrapping.operator_autograd_source), its free names bound as the chart binds them.
+        self.source.add(f"def backward_of({self.takes}):\n    return {backward}")
+        self.source.add(_embedded(wrapping._as_tuple, wrapping._input_grads, wrapping.operator_autograd_source(case).strip("\n")))
         self.source.add(f"{name}.register_autograd(backward, setup_context=setup_context)")
 
     # -- the path
@@ -557,7 +563,7 @@ def _(*shapes, out_shape=None, **kwargs):
                       f"        {plain}(*make_inputs(dtype, {case.example_shape!r}, 0))"]
         kind = spec.kind
         names = "[f'output {n}' for n in range(count)]"
-        reference = "case.reference"
+        reference = "case.reference_outputs"
         compared_inputs = True  # the inputs after the call are compared too: a mutation must happen, and only where declared
         if kind is Kind.TRAIN:
             self._train_step()
@@ -565,7 +571,7 @@ def _(*shapes, out_shape=None, **kwargs):
                       if (p.annotation is torch.Tensor or n in case.optional_inputs) and p.name not in case.no_grad]
             gradients = [f"gradient of input {n!r}" for n in graded]
             names = f"[f'output {{n}}' for n in range(count - {len(gradients)})] + {gradients!r}"
-            reference, compared_inputs = "step(case.reference, NO_GRAD)", False
+            reference, compared_inputs = "step(case.reference_outputs, NO_GRAD)", False
         if kind is Kind.EAGER or (kind is Kind.SUBSYSTEM and row is Row.CPU_FALLBACK):
             lines += ["artifact = program"]
         elif kind in (Kind.COMPILE, Kind.WARM_CACHE, Kind.TRAIN):
@@ -792,8 +798,8 @@ def _(*shapes, out_shape=None, **kwargs):
                       "    return [o.a for o in outs] + [o.b for o in outs]",
                       "",
                       "def on_halves(*values):",
-                      "    results = flatten(case.reference(*values))",
-                      "    results += flatten(case.reference(*(half(x) if isinstance(x, torch.Tensor) else x for x in values)))",
+                      "    results = flatten(case.reference_outputs(*values))",
+                      "    results += flatten(case.reference_outputs(*(half(x) if isinstance(x, torch.Tensor) else x for x in values)))",
                       "    return [r for r in results if r is not None]"]
             return "on_halves", "[f'the result\\'s .{part}' for part in 'ab' for _ in range(count // 2)]"
         raise ValueError(f"{row} is not a subsystem row with a program of its own")

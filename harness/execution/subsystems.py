@@ -75,7 +75,7 @@ def programs(row: Row, case: Case, wrapping: Wrapping) -> tuple[Callable[..., An
         return (lambda *inputs: [torch.tensor(_flop_count(fn, inputs))]), expected
 
     if row is Row.CPU_FALLBACK:
-        return build_wrapping(case, wrapping, cpu_fallback=True), case.reference
+        return build_wrapping(case, wrapping, cpu_fallback=True), case.reference_outputs
 
     if row is Row.TENSOR_SUBCLASS:
         fn = build_wrapping(case, wrapping)
@@ -93,7 +93,7 @@ def programs(row: Row, case: Case, wrapping: Wrapping) -> tuple[Callable[..., An
         def reference(*inputs: Any) -> list[Any]:
             results = []
             for part in ("a", "b"):
-                result = case.reference(*_halves(inputs, part))
+                result = case.reference_outputs(*_halves(inputs, part))
                 results += list(result) if isinstance(result, (tuple, list)) else [result]
             return [r for r in results if r is not None]
 

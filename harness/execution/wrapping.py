@@ -215,16 +215,27 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
-def _input_grads(tensor_grads: Any, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The backward gives one gradient per tensor input; autograd wants one per input."""
+def _input_grads(tensor_grads: Any, inputs: tuple[Any, ...], given: tuple[int, ...] | None = None) -> tuple[Any, ...]:
+    """The backward gives the gradients of the inputs at the positions `given` (Backward.gives), or one per tensor
+    input passed; autograd wants one per input."""
     grads = iter(_as_tuple(tensor_grads))
+    if given is not None:
+        by_position = dict(zip(given, grads))
+        return tuple(by_position.get(i) for i in range(len(inputs)))
     return tuple(next(grads) if isinstance(x, torch.Tensor) else None for x in inputs)
 
 
-def backward_fake(grad: Any, *inputs: Any) -> Any:
-    """A backward operator's fake: an empty gradient for each tensor input."""
-    grads = tuple(torch.empty_like(x) for x in inputs if isinstance(x, torch.Tensor))
+def backward_fake(given: tuple[int, ...], *args: Any) -> Any:
+    """A backward operator's fake: an empty gradient like each of its arguments at the positions `given` (the inputs
+    whose gradients it gives, among what it takes), None for an input passed as None."""
+    grads = tuple(None if args[i] is None else torch.empty_like(args[i]) for i in given)
     return grads[0] if len(grads) == 1 else grads
+
+
+def fake_gradient_positions(case: Case) -> tuple[int, ...]:
+    """Where, among what the backward takes, lie the inputs whose gradients it gives (its fake makes one like each)."""
+    takes = case.backward_takes
+    return tuple(takes.index(name) for name in case.gradients_given)
 
 
 def _backward_callable(case: Case, style: Wrapping) -> Callable[..., Any]:
@@ -236,9 +247,10 @@ def _backward_callable(case: Case, style: Wrapping) -> Callable[..., Any]:
             return lambda grad, *inputs: bwd.launch(None, grad, *inputs)
         return bwd.launch
     if style in OPERATOR_STYLES:
+        given = fake_gradient_positions(case)
 
-        def fake(grad: Any, *inputs: Any) -> Any:
-            return backward_fake(grad, *inputs)
+        def fake(*args: Any) -> Any:
+            return backward_fake(given, *args)
 
         return _operator(f"{case.name}_backward_{style.value}", bwd.launch, bwd.kernels, style, frozenset(), fake,
                          case.backward_signature)
@@ -246,25 +258,52 @@ def _backward_callable(case: Case, style: Wrapping) -> Callable[..., Any]:
 
 
 # An operator style's autograd, as torch.library's register_autograd takes it: the tensor inputs saved, the scalars
-# kept. Free names: `backward_of(grad, *inputs)` (the case's backward in the operator's style) and `_input_grads`.
-# The chart runs this text, and the reproducer (harness.execution.reproducer) writes it.
-OPERATOR_AUTOGRAD_SOURCE = """
+# kept, and the results the backward takes (Case.kept_results: the operator returns every result of a launcher that
+# returns a tuple). Free names: `backward_of` (the case's backward in the operator's style, given what
+# Backward.takes names) and `_input_grads`.
+_OPERATOR_AUTOGRAD_TEMPLATE = """
 def setup_context(ctx, inputs, output):
     ctx.inputs_meta = [isinstance(x, torch.Tensor) for x in inputs]
     ctx.scalars = [None if isinstance(x, torch.Tensor) else x for x in inputs]
-    ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)])
+    ctx.save_for_backward(*[x for x in inputs if isinstance(x, torch.Tensor)]{kept})
 
 
-def backward(ctx, grad):
+def backward(ctx, {grads}):
     saved = iter(ctx.saved_tensors)
     inputs = tuple(next(saved) if is_tensor else scalar for is_tensor, scalar in zip(ctx.inputs_meta, ctx.scalars))
-    return _input_grads(backward_of(grad, *inputs), inputs)
+    {names}
+    return _input_grads(backward_of({takes}), inputs{given})
 """
+
+
+def _result_gradient_names(case: Case) -> list[str]:
+    """A name for the gradient of each value the operator returns: the outputs' as Backward.takes names them, the
+    kept results' unused."""
+    if not case.returns:
+        return list(case.gradient_names)
+    outputs = dict(zip(case.outputs or case.returns, case.gradient_names))
+    return [outputs.get(name, f"_grad_{name}") for name in case.returns]
+
+
+def _given(case: Case) -> str:
+    positions = case.gives_positions
+    return "" if positions is None else f", {positions!r}"
+
+
+def operator_autograd_source(case: Case) -> str:
+    """The source of an operator style's setup_context and backward (register_autograd). The chart runs this text,
+    and the reproducer (harness.execution.reproducer) writes it."""
+    indices = [case.returns.index(name) for name in case.kept_results]
+    params = [p.name for p in case.input_parameters()]
+    names = [f"{', '.join(params)}, = inputs"] + ([f"{', '.join(case.kept_results)}, = saved"] if indices else [])
+    return _OPERATOR_AUTOGRAD_TEMPLATE.format(
+        kept="".join(", output" if len(case.returns) == 1 else f", output[{i}]" for i in indices), grads=", ".join(_result_gradient_names(case)),
+        names="\n    ".join(names), takes=", ".join(case.backward_takes), given=_given(case))
 
 
 def _register_autograd(case: Case, op: Any, style: Wrapping) -> None:
     name = op._name.split("::")[-1]
-    namespace = _generated_module(f"{name}_autograd", OPERATOR_AUTOGRAD_SOURCE, f"{name}'s autograd", torch=torch,
+    namespace = _generated_module(f"{name}_autograd", operator_autograd_source(case), f"{name}'s autograd", torch=torch,
                                   backward_of=_backward_callable(case, style), _input_grads=_input_grads)
     op.register_autograd(namespace["backward"], setup_context=namespace["setup_context"])
 
@@ -273,15 +312,13 @@ _FUNCTION_TEMPLATE = """
 class {name}(torch.autograd.Function):
     @staticmethod
     def forward(ctx, {args}):
-        ctx.save_for_backward({saved})
-        {keep}
-        return launcher({k}{args})
+        {forward}
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx, {grads}):
         {unpack} = ctx.saved_tensors
         {restore}
-        return _input_grads(backward_of(grad, {args}), ({args},))
+        return _input_grads(backward_of({takes}), ({args},){given})
 """
 
 
@@ -300,14 +337,25 @@ def function_source(case: Case) -> str:
     optional = case.optional_inputs  # saved like tensors: save_for_backward takes None
     tensors = [p.name for p in params if p.annotation is torch.Tensor or p.name in optional]
     others = [n for n in names if n not in tensors]
+    kept = list(case.kept_results)
+    # The launcher is called as written: with the namespace, or not.
+    call = f"launcher({'k, ' if takes_namespace(case.launch) else ''}{', '.join(names)})"
+    forward = [f"ctx.save_for_backward({', '.join(tensors + kept)})", "; ".join(f"ctx.{n} = {n}" for n in others) or "pass"]
+    if case.returns:  # the results by name; the forward saves what the backward takes and returns the outputs
+        forward = [f"{', '.join(case.returns)}{',' if len(case.returns) > 1 else ''} = {call}", *forward,
+                   f"return {', '.join(case.outputs or case.returns)}"]
+    else:
+        forward.append(f"return {call}")
+    takes = list(case.backward_takes) if case.backward is not None else [*case.gradient_names, *names]
     return _FUNCTION_TEMPLATE.format(
         name=function_name(case),
         args=", ".join(names),
-        saved=", ".join(tensors),
-        keep="; ".join(f"ctx.{n} = {n}" for n in others) or "pass",
-        unpack="(" + "".join(f"{n}, " for n in tensors) + ")",
+        forward="\n        ".join(forward),
+        grads=", ".join(case.gradient_names),
+        unpack="(" + "".join(f"{n}, " for n in tensors + kept) + ")",
         restore="; ".join(f"{n} = ctx.{n}" for n in others) or "pass",
-        k="k, " if takes_namespace(case.launch) else "",  # the launcher is called as written: with the namespace, or not
+        takes=", ".join(takes),
+        given=_given(case),
     )
 
 
@@ -319,7 +367,7 @@ def _autograd_function(case: Case) -> type:
     """The case's autograd.Function (function_source), with the raw style's backward."""
     backward = _backward_callable(case, Wrapping.RAW) if case.backward else None
 
-    def no_backward(grad: Any, *inputs: Any) -> Any:
+    def no_backward(*args: Any) -> Any:
         raise NotImplementedError(no_backward_message(case))
 
     namespace = _generated_module(function_name(case), function_source(case), f"{case.name} autograd.Function", torch=torch,
@@ -337,28 +385,46 @@ def _register_flops(case: Case, op: Any) -> None:
 
 _CALLER_TEMPLATE = """
 def {name}({args}):
-    return {callee}({args})
+    {body}
 """
 
 
-def _caller(name: str, case: Case, callee: str, title: str, **names: Any) -> Callable[..., Any]:
+def call_returning_outputs(case: Case, call: str) -> str:
+    """The body of a function that makes `call` (the launcher's, or an operator's that returns every result) and
+    returns what the op gives its callers: the outputs among the named results (Case.returns), or all it returns."""
+    if len(case.returns) < 2:
+        return f"return {call}"
+    return f"{', '.join(case.returns)}, = {call}\n    return {', '.join(case.outputs or case.returns)}"
+
+
+def _caller(name: str, case: Case, callee: str, title: str, all_results: bool = False, **names: Any) -> Callable[..., Any]:
     """The plain function a user calls: the case's inputs as named parameters, passed to `callee` as written
     in a model or a library's Python API (`Fn.apply(x, y)`, `torch.ops.tcm.op(x, y)`). The rows see this
     function, never a bound `apply` or an operator object held as an attribute: strict export of a module
     holding `Fn.apply` fails where the same Function called from a function passes (torch 2.11), a failure
-    no user meets."""
+    no user meets. A callee that gives `all_results` (the launcher, the operator styles) has the outputs taken."""
     args = ", ".join(p.name for p in case.input_parameters())
-    source = _CALLER_TEMPLATE.format(name=name, args=args, callee=callee)
+    call = f"{callee}({args})"
+    body = call_returning_outputs(case, call) if all_results else f"return {call}"
+    source = _CALLER_TEMPLATE.format(name=name, args=args, body=body)
     return _generated_module(f"{name}_caller", source, title, torch=torch, **names)[name]
 
 
 def _build(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Callable[..., Any]:
-    if wrapping is Wrapping.CONTROL:
-        return case.reference
+    if wrapping is Wrapping.CONTROL:  # the reference as written; one that takes its outputs where it returns more
+        if not case.returns:
+            return case.reference
+        return _caller(f"{case.name}_{wrapping.value}", case, "reference", f"{case.name} calling its reference",
+                       all_results=True, reference=case.reference)
 
     if wrapping is Wrapping.RAW:
-        # A plain function that launches the kernel: the shape users write already.
-        return plain_call(case.launch, case.kernels)
+        # A plain function that launches the kernel: the shape users write already; one that takes its outputs
+        # where the launcher returns more.
+        launcher = plain_call(case.launch, case.kernels)
+        if not case.returns:
+            return launcher
+        return _caller(f"{case.name}_{wrapping.value}", case, "launcher", f"{case.name} calling its launcher",
+                       all_results=True, launcher=launcher)
 
     if wrapping is Wrapping.SHIPPED:
         return _shipped_caller(case)
@@ -370,7 +436,7 @@ def _build(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Callable[..., 
 
     if wrapping in OPERATOR_STYLES:
         name = operator(case, wrapping, cpu_fallback)._name
-        return _caller(name, case, f"torch.ops.{OP_NAMESPACE}.{name}", f"{name} calling its operator")
+        return _caller(name, case, f"torch.ops.{OP_NAMESPACE}.{name}", f"{name} calling its operator", all_results=True)
 
     raise ValueError(f"unknown wrapping {wrapping!r}")
 

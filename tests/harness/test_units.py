@@ -50,6 +50,10 @@ def _launch_with_a_library_default(k, x: torch.Tensor, output_contiguous: bool =
     return x
 
 
+def _launch_returning_two(k, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return x, x
+
+
 def _case(**overrides):
     fields = dict(
         name="good", kernels=(copy_kernel,), launch=_launch_with("copy_kernel"), reference=lambda x: x.clone(),
@@ -103,7 +107,16 @@ def test_string_annotations_are_read_as_the_types_they_name_and_an_unknown_name_
         (dict(scalars={"alpha": st.floats(0, 1)}, example_scalars={"alpha": 0.5}), "must name the launcher's last parameters"),
         (dict(unbatched=frozenset({"w"})), "unbatched names \\['w'\\], which are not launcher parameters"),
         (dict(requires="sm_90"), "requires must be a function"),
-        (dict(backward=Backward(lambda k, grad, x: grad)), "backward parameter 'grad' needs a type annotation"),
+        (dict(backward=Backward(lambda k, grad, x: grad, takes=("grad", "rstd"))),
+         "Backward takes 'rstd', which is none of what a backward can be given: grad, x"),
+        (dict(backward=Backward(lambda k, grad: grad)), "backward cannot take the 2 arguments it is given \\(grad, x\\): .*takes="),
+        (dict(backward=Backward(lambda k, grad, x: grad, gives=("y",))), "Backward gives 'y', which is not a tensor input \\(x\\)"),
+        (dict(backward=Backward(lambda grad: grad, kernels=(copy_kernel,), takes=("grad",))),
+         "Backward gives the gradient of x without taking it: the operator styles register a backward with kernels as an operator"),
+        (dict(returns=("y", "x")), "returns names 'x': give each result a Python name that is not an input's"),
+        (dict(returns=("y", "rstd")), "returns names 2 results but the launcher is annotated to return one tensor"),
+        (dict(outputs=("y",)), "outputs= picks among the launcher's results: name them all first"),
+        (dict(launch=_launch_returning_two, returns=("y", "rstd"), outputs=("z",)), "outputs \\['z'\\] must name results of returns"),
         # 0.01 is no float32: hypothesis refuses the strategy when it first draws from it
         (dict(launch=_launch_with_scale, reference=lambda x, scale: x * scale,
               scalars={"scale": st.floats(0.01, 0.5, width=32)}, example_scalars={"scale": 0.25}),

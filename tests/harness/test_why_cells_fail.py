@@ -606,6 +606,9 @@ def _a_package_folder(tmp_path):
     ("a module by its name", "harness.cases.add", "add-raw_autograd-eager"),
     ("a package's folder", None, "pkg_negate-triton_op-eager"),
     ("a buffer that takes no gradient, in training", os.path.join(USER_MODULES, "buffer_inputs.py"), "scaled_by_buffer-custom_op-train_eager"),
+    ("a tuple-returning launcher, its backward given what it saved", os.path.join(ROOT, "tests", "harness", "planted_norm_cases.py"),
+     "lib_rms_norm-custom_op-train_eager"),
+    ("two outputs, each with its gradient", os.path.join(ROOT, "tests", "harness", "planted_norm_cases.py"), "lib_sincos-raw_autograd-train_eager"),
 ])
 def test_a_reproducer_finds_its_case_from_the_runs_own_cases_and_runs_it_alone_from_anywhere(source, spec, cell, tmp_path):
     spec = spec or _a_package_folder(tmp_path)
@@ -683,7 +686,7 @@ def test_every_row_kind_and_every_style_shipped_included_has_a_reproducer_made_o
             name = f"{case.name}_{style.value}" + ("_cpu_fallback" if row is Row.CPU_FALLBACK else "")
             assert wrapping.operator_body_source(name, style, case.launch, case.kernels).strip() in text, (row, style)
             if case.backward is not None:  # on every row, as the chart registers it
-                assert wrapping.OPERATOR_AUTOGRAD_SOURCE.strip() in text, (row, style)
+                assert wrapping.operator_autograd_source(case).strip() in text, (row, style)
         written.setdefault(row.spec.kind, set()).add(style)
     assert set(written) == set(Kind), f"row kinds without a reproducer: {set(Kind) - set(written)}"
     assert set.union(*written.values()) == set(Wrapping), f"styles without a reproducer: {set(Wrapping) - set.union(*written.values())}"
