@@ -31,8 +31,8 @@ prints any more. The kinds:
 - pip-parse: an install from a package index: pip's own parser reads the options and each requirement, offline.
 - bash-n: `bash -n`, for the whole CI script (a quarter of an hour).
 - script: the Python a heredoc (`python - <<'PY'`) feeds, compiled.
-- flag-gems: needs FlagGems and a GPU (as its README says): without them, every module left out must be left
-  out for want of flag_gems alone.
+- library: needs a kernel library (`why` names the module it imports) and a GPU, as its README says: without the
+  library, every module left out must be left out for want of that module alone.
 - printed: printed by the harness, and checked where it is printed (the test named).
 - internal: the harness's own child process, started with requests on stdin; not a command for a user.
 - fragment: not a command line, a command or an option named in a sentence.
@@ -208,8 +208,12 @@ CHECKS: dict[str, Check] = {
         why="the workflow's values for part 1, with the user's case module", subs=(*WORKFLOW.items(), (" || status=$?", "")),
         plant=(("tests/triton_cases.py", MY_KERNELS), ("reports/gpu/results.json", "reports/gpu/results.json"))),
     "triton-compat-matrix run -n auto --cases examples/flag_gems_cases --report-dir reports/libraries/flag_gems":
-        Check("flag-gems", root=True),
-    "python -m harness cases --cases examples/flag_gems_cases": Check("flag-gems", root=True, whole=True),
+        Check("library", "flag_gems", root=True),
+    "python -m harness cases --cases examples/flag_gems_cases": Check("library", "flag_gems", root=True, whole=True),
+    "pip install --no-deps cut-cross-entropy==25.1.1": pip_parse(REGISTRY),
+    "triton-compat-matrix run -n 16 --cases examples/cce_cases --report-dir reports/libraries/cut_cross_entropy":
+        Check("library", "cut_cross_entropy", root=True),
+    "python -m harness cases --cases examples/cce_cases": Check("library", "cut_cross_entropy", root=True, whole=True),
     "python -m harness cases --cases examples/my_kernels.py": collect(root=True, whole=True),
     "python -m harness cases": collect(whole=True),
     "python -m harness bench --out bench.txt": helped(why="a whole matrix run (minutes)"),
@@ -550,7 +554,7 @@ def test_every_command_the_docs_examples_and_docstrings_print_is_in_the_table_an
     stale = sorted(set(CHECKS) - {command for _, command in found})
     assert not stale, "CHECKS entries that nothing prints any more:\n" + "\n".join(stale)
     for command, check in CHECKS.items():
-        assert check.kind in ("collect", "run", "help", "pip-dry", "pip-parse", "bash-n", "script", "flag-gems", "printed", "internal",
+        assert check.kind in ("collect", "run", "help", "pip-dry", "pip-parse", "bash-n", "script", "library", "printed", "internal",
                               "fragment"), (command, check)
         assert check.kind != "printed" or callable(globals().get(check.why)), f"{command}: no test {check.why}"
         assert check.why or check.kind not in ("pip-parse", "internal", "fragment"), f"{command}: say why it is not run"
@@ -558,7 +562,7 @@ def test_every_command_the_docs_examples_and_docstrings_print_is_in_the_table_an
 
 def _job(words: list[str], cwd: str, whole: bool = False, expect: str | None = None) -> dict:
     """A command for the helper interpreter, with what it must show: a matrix run must collect cells, a pytest run
-    tests, a command run whole its exit status; `flag-gems`, that only FlagGems is missing."""
+    tests, a command run whole its exit status; `library`, that only the library is missing."""
     entry, args = _entry(words)
     matrix = "--matrix" in args or entry in ("harness", "python -m harness") and args[:1] == ["run"]
     expect = expect or ("exit" if whole else "cells" if matrix else "items")
@@ -566,10 +570,11 @@ def _job(words: list[str], cwd: str, whole: bool = False, expect: str | None = N
 
 
 def _answered(job: dict, answer: dict) -> bool:
-    if job["expect"] == "flag-gems" and importlib.util.find_spec("flag_gems") is None:  # each module left out for want of it alone
+    library = job.get("library")
+    if library and importlib.util.find_spec(library) is None:  # each module left out for want of it alone
         problems = answer["left_out"] or re.findall(r"LEFT OUT (.*)", answer["out"])
-        return bool(problems) and all("flag_gems" in problem for problem in problems)
-    expect = {"flag-gems": "exit" if "--collect-only" not in job["argv"] else "cells"}.get(job["expect"], job["expect"])
+        return bool(problems) and all(library in problem for problem in problems)
+    expect = {"library": "exit" if "--collect-only" not in job["argv"] else "cells"}.get(job["expect"], job["expect"])
     shown = {"exit": True, "cells": answer["cells"] > 0, "items": answer["items"] > 0}[expect]
     return answer["code"] == 0 and not answer["left_out"] and shown
 
@@ -599,18 +604,19 @@ def _usage_advice() -> list[tuple[str, dict]]:
 
 
 def test_the_matrix_commands_of_the_docs_and_of_the_harnesss_usage_errors_collect_as_printed(tmp_path):
-    """Every `collect` command, what bench passes on to pytest, the FlagGems commands and the commands the plugin's
+    """Every `collect` command, what bench passes on to pytest, the kernel libraries' commands and the commands the plugin's
     usage errors advise, in one helper interpreter."""
     jobs, results = [], []
-    for n, (command, check) in enumerate(_kind("collect") + _kind("flag-gems")):
+    for n, (command, check) in enumerate(_kind("collect") + _kind("library")):
         words = shlex.split(_filled(command, check))
         if words[0] == "timeout":  # GNU timeout's own options, around a command that returns at once
             options = words[1:words.index("triton-compat-matrix")]
             wrapped = subprocess.run(["timeout", *options, "true"], capture_output=True, text=True)
             results.append((command, wrapped.returncode == 0, wrapped.stderr))
             words = words[len(options) + 1:]
-        expect = "flag-gems" if check.kind == "flag-gems" else None
-        jobs.append((command, _job(words, _folder(tmp_path, check, f"c{n}"), check.whole, expect)))
+        expect = "library" if check.kind == "library" else None
+        job = _job(words, _folder(tmp_path, check, f"c{n}"), check.whole, expect)
+        jobs.append((command, {**job, "library": check.why} if expect else job))
     for command, check in _kind("help"):
         if check.pytest_args:  # what bench passes on to pytest, collected as `run` passes it
             job = _job(["triton-compat-matrix", "run", *shlex.split(check.pytest_args)], str(tmp_path))
