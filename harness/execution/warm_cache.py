@@ -13,8 +13,9 @@ How the new process loads the edit depends on where a kernel is defined (`load_e
 - in the case's own module: the whole edited file runs again under the module's name, and the case is found in
   it anew, holding the new kernels;
 - in any other module (an installed kernel library): the module is imported as it always is, its package and
-  the modules it imports with it, and only each edited kernel's def, with its decorators, runs again in the
-  module's namespace; the module-level names that held the old kernel (a package's re-export) are bound to the
+  the modules it imports with it, and only each edited kernel's def, with its decorators (and the top-level
+  assignments that decorate it by name after it, `k = triton.jit(k)`), runs again in the module's namespace; the
+  module-level names that held the old kernel (a package's re-export) are bound to the
   new one. A library module run again whole, on its own, often cannot load: its package's __init__ imports it
   back before it has defined what the package takes from it.
 Either way the whole edited text is in linecache under the file's name, so inspect, Triton and Inductor read the
@@ -414,13 +415,24 @@ def _edit_in_place(path: str, source: Mapping[str, Any]) -> None:
             raise EditNotLoaded(f"kernel {kernel}'s def (line {first_line_number}) is not at the top level of the edited {path}")
         before = vars(module).get(kernel)
         # Compiled alone, the def keeps the file's `from __future__` imports (annotations as strings, say), as Triton saw them.
-        code = compile(ast.Module(body=[node], type_ignores=[]), path, "exec", flags=_future_flags(tree), dont_inherit=True)
+        code = compile(ast.Module(body=[node, *_rebinding(tree, kernel, node)], type_ignores=[]), path, "exec",
+                       flags=_future_flags(tree), dont_inherit=True)
         try:
             exec(code, vars(module))
         except Exception as exc:  # noqa: BLE001 - a decorator of the library's may raise anything
             raise EditNotLoaded(f"kernel {kernel}'s edited def and decorators, run again in {name}, raised {described(exc)}") from exc
         if before is not None:
             _rebind(before, vars(module)[kernel])
+
+
+def _rebinding(tree: ast.Module, kernel: str, node: ast.FunctionDef) -> list[ast.stmt]:
+    """The top-level assignments after a kernel's def that bind its name again from itself, in order: a library that
+    decorates by assignment (`k = triton.jit(k)`, `k = triton.autotune(...)(k)`) makes its kernel there."""
+    body = tree.body
+    after = body[body.index(node) + 1:] if node in body else []
+    return [statement for statement in after if isinstance(statement, ast.Assign)
+            and [getattr(target, "id", None) for target in statement.targets] == [kernel]
+            and any(isinstance(n, ast.Name) and n.id == kernel for n in ast.walk(statement.value))]
 
 
 def _future_flags(tree: ast.Module) -> int:

@@ -148,6 +148,13 @@ def test_the_control_of_a_case_over_an_installed_library_passes_the_warm_cache_r
     assert result.examples_run >= 1
 
 
+def test_a_library_kernel_decorated_by_assignment_after_its_def_is_edited_with_its_decoration(library_cases, run_control):
+    """`k = triton.jit(k)` after the def: the new process runs the def and that assignment again, so the case finds a
+    kernel, edited (before, it found the bare function: the harness's error)."""
+    result = run_control(library_cases["fake_library_assigned_copy"])
+    assert (result.outcome, result.message) == (Outcome.PASS, None), (result.outcome, result.stage, result.message)
+
+
 def test_a_kernel_the_row_cannot_edit_is_not_tested_here_with_why_and_no_compile_is_spent_on_it(library_cases, run_control):
     # Neither the style's finding nor the environment's: the row cannot ask its question of this kernel.
     result = run_control(library_cases["fake_library_one_line_copy"])

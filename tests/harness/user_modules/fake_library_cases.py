@@ -3,7 +3,7 @@ library's; the case file only names them, importing the copy kernel through the 
 
 import torch
 from tcm_fake_library import copy_kernel
-from tcm_fake_library.kernels import launch_copy, launch_one_line_copy, one_line_copy_kernel
+from tcm_fake_library.kernels import assigned_copy_kernel, launch_assigned_copy, launch_copy, launch_one_line_copy, one_line_copy_kernel
 
 from harness import Case, inputs
 
@@ -18,4 +18,5 @@ _COMMON = dict(reference=_copy, make_inputs=inputs.randn(1), shapes=inputs.shape
 CASES = [
     Case(name="fake_library_copy", kernels=(copy_kernel,), launch=launch_copy, **_COMMON),
     Case(name="fake_library_one_line_copy", kernels=(one_line_copy_kernel,), launch=launch_one_line_copy, **_COMMON),
+    Case(name="fake_library_assigned_copy", kernels=(assigned_copy_kernel,), launch=launch_assigned_copy, **_COMMON),
 ]
