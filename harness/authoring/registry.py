@@ -116,6 +116,11 @@ def _dotted_name(path: str) -> tuple[str, str]:
     return ".".join(parts), folder
 
 
+def import_root(path: str) -> str:
+    """The folder a case module's file imports from under its dotted name: the first folder up that is no package."""
+    return _dotted_name(os.path.abspath(path))[1]
+
+
 def search_path() -> str:
     """This process's sys.path as PYTHONPATH, for a child process that must import the case modules as this one does."""
     return os.pathsep.join(p for p in sys.path if p)

@@ -208,6 +208,7 @@ class Edit:
     case_module: str
     wrapping: str
     sources: dict[str, dict[str, Any]]
+    root: str | None = None  # the folder the case's module imports from by its dotted name (a package of cases given as a folder)
 
     def key(self) -> str:
         """The same edit, the same key: the new process loads each once."""
@@ -218,7 +219,7 @@ class Edit:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Edit:
-        return cls(data["case"], data["case_module"], data["wrapping"], data["sources"])
+        return cls(data["case"], data["case_module"], data["wrapping"], data["sources"], data.get("root"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +253,8 @@ def edit_request(case: Case, wrapping: str) -> Edit:
     is_file = label.endswith(".py") or os.sep in label  # as registry tells a file from a module's name
     module = os.path.abspath(label) if is_file else label
     case_file = module if is_file else getattr(sys.modules.get(label), "__file__", None)
-    return Edit(case.name, module, wrapping, edited_sources(case.kernels, case_file))
+    root = registry.import_root(case_file) if case_file and not is_file else None
+    return Edit(case.name, module, wrapping, edited_sources(case.kernels, case_file), root)
 
 
 class NewProcess(HelperProcess):
@@ -381,6 +383,8 @@ def load_edited_case(edit: Edit) -> Case:
     for path, source in sources.items():
         if source["whole_file"]:
             _run_again(path, source)
+    if edit.root:  # as the run made it importable: the new process's path is the cell's, which may not have it first
+        registry.importable(edit.root)
     case = _find_case(edit.case_module, edit.case)
     unedited = [kernel_name(k) for k in case.kernels if not _is_edited(k)]
     if unedited:
