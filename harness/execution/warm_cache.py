@@ -38,6 +38,7 @@ import __future__
 import ast
 import dataclasses
 import importlib
+import importlib.util
 import json
 import linecache
 import os
@@ -383,8 +384,8 @@ def load_edited_case(edit: Edit) -> Case:
     for path, source in sources.items():
         if source["whole_file"]:
             _run_again(path, source)
-    if edit.root:  # as the run made it importable: the new process's path is the cell's, which may not have it first
-        registry.importable(edit.root)
+    if edit.root and importlib.util.find_spec(edit.case_module.partition(".")[0]) is None:
+        registry.importable(edit.root)  # the cases' package as the run made it importable, only where the path does not find it
     case = _find_case(edit.case_module, edit.case)
     unedited = [kernel_name(k) for k in case.kernels if not _is_edited(k)]
     if unedited:

@@ -212,3 +212,31 @@ def test_the_row_asks_the_new_process_for_the_cases_own_module_not_its_launchers
     request = edit_request(case, "raw")
     assert request.case_module == CASE_FILE
     assert list(request.sources) == [LIBRARY_KERNELS]  # the case file defines no kernel: it is imported, not run again
+
+
+FIND_THE_CASE = """
+import json, sys
+from harness.execution.warm_cache import Edit, load_edited_case
+print(load_edited_case(Edit.from_json(json.load(open(sys.argv[1])))).name)
+"""
+
+
+def test_a_case_in_a_package_given_as_a_folder_is_found_in_the_new_process_whose_path_lacks_that_folder(tmp_path):
+    """The run makes the folder above the cases' package importable; the new process is told it (Edit.root) and uses it
+    only where its own path does not find the package (it found `no module named ...` before)."""
+    package = tmp_path / "folder_cases"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mine.py").write_text("import dataclasses\nimport fake_library_cases as library\n"
+                                     "CASE = dataclasses.replace(library.CASES[0], name='packaged_copy')\n")
+    registry.importable(USER_MODULES)  # where the library's cases are, as a run over them makes it
+    loaded = registry.load([str(package)])
+    assert not loaded.problems, loaded.problems
+    edit = edit_request(loaded.cases["packaged_copy"], "raw")
+    assert (edit.case_module, edit.root) == ("folder_cases.mine", str(tmp_path))
+    (tmp_path / "request.json").write_text(json.dumps(edit.to_json()))
+    env_path = os.pathsep.join(p for p in registry.search_path().split(os.pathsep) if os.path.abspath(p) != str(tmp_path))
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": env_path}
+    proc = subprocess.run([sys.executable, "-c", FIND_THE_CASE, str(tmp_path / "request.json")], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().splitlines()[-1] == "packaged_copy", proc.stderr[-2000:]
