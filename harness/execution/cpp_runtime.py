@@ -19,6 +19,7 @@ import torch
 from filelock import FileLock
 
 from harness.environment import machine
+from harness.execution.transfer import with_its_strides
 from harness.model.errors import HarnessError
 from harness.processes.helper_process import HelperProcess
 
@@ -116,6 +117,8 @@ def _build(root: str, compiler: str) -> None:
                                    f"{first_error_line(done.stderr + done.stdout)} (log: {log})")
 
 
+
+
 class PackageProcess(HelperProcess):
     """A package loaded in a process of its own (the C++ runner here, or a fresh Python process: see
     harness.execution.aoti_serve), which answers `ready` ("loaded"), then "ok" or "error MESSAGE" for each call; calling
@@ -153,7 +156,7 @@ class PackageProcess(HelperProcess):
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
         self.calls += 1
         sent, received = (os.path.join(self.dir, f"{self.calls}.{part}.pt") for part in ("in", "out"))
-        torch.save([t.detach().cpu() for t in tensors], sent)
+        torch.save([with_its_strides(t) for t in tensors], sent)
         self.send(f"{prefix}{sent} {received}")
         answer = self.answer()
         if answer != "ok":

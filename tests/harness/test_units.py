@@ -845,3 +845,17 @@ def test_an_input_declared_no_grad_takes_no_gradient_in_training_and_one_not_dec
                                                                                  "it is missing (None)"), undeclared.message
     with pytest.raises(CaseError, match="no_grad names \\['bias'\\], which are not tensor inputs of the launcher"):
         _case(no_grad=frozenset({"bias"})).check()
+
+
+def test_a_view_with_gaps_between_its_rows_is_sent_to_another_process_with_its_own_strides(tmp_path):
+    """`.cpu()` and `.to(device)` make such a view contiguous on a GPU; the package server, the C++ runner and the
+    warm-cache process were given that other layout, and a package compiled for the view's strides read it wrongly."""
+    from harness.execution.transfer import with_its_strides
+
+    view = torch.arange(40.0).reshape(5, 8)[1:, 2:6]  # a storage offset, and a row stride wider than a row
+    sent = with_its_strides(view)
+    assert (sent.shape, sent.stride(), sent.untyped_storage().data_ptr() != view.untyped_storage().data_ptr()) == (view.shape, (8, 1), True)
+    torch.save([sent], tmp_path / "in.pt")
+    [received] = torch.load(tmp_path / "in.pt")
+    assert received.stride() == (8, 1) and torch.equal(received, view)
+    assert with_its_strides(view.t()).stride() == view.t().stride()  # any layout, transposed included

@@ -41,7 +41,10 @@ void run_one(torch::inductor::AOTIModelPackageLoader& loader, const c10::Device&
   c10::IValue saved = torch::jit::pickle_load(read_file(inputs_path));
   std::vector<at::Tensor> inputs;
   for (const c10::IValue& value : saved.toListRef()) {
-    inputs.push_back(value.toTensor().to(device));
+    // With the strides it was given (a view's, gaps between rows included): the package was compiled for them,
+    // and .to(device) would make a view with gaps contiguous.
+    const at::Tensor& given = value.toTensor();
+    inputs.push_back(at::empty_strided(given.sizes(), given.strides(), given.options().device(device)).copy_(given));
   }
   std::vector<at::Tensor> outputs = loader.run(inputs);
   c10::impl::GenericList outs(c10::OptionalType::create(c10::TensorType::get()));

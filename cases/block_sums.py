@@ -1,0 +1,48 @@
+"""An output whose size comes from a dynamic dimension: one partial sum per BLOCK elements, `cdiv(n, BLOCK)` of
+them. Its shape is an expression of the input's size, which the compilers must carry symbolically."""
+
+import torch
+import triton
+import triton.language as tl
+
+from harness import Case, Tolerance, inputs
+
+BLOCK = 128
+
+
+@triton.jit
+def block_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offsets, mask=offsets < n, other=0.0).to(tl.float32)
+    tl.store(out_ptr + pid, tl.sum(x, axis=0))
+
+
+def launch(k, x: torch.Tensor) -> torch.Tensor:
+    n = x.numel()
+    out = k.empty(triton.cdiv(n, BLOCK), dtype=torch.float32, device=x.device)
+    k.block_sum_kernel[(triton.cdiv(n, BLOCK),)](x, out, n, BLOCK=BLOCK)
+    return out
+
+
+def reference(x):
+    """Each element added into its block's sum (index_add_): the output's size, cdiv(n, BLOCK), stays an expression of n
+    under export, as the launcher's does."""
+    n = x.numel()
+    blocks = torch.arange(n, device=x.device) // BLOCK
+    return torch.zeros((n + BLOCK - 1) // BLOCK, dtype=torch.float32, device=x.device).index_add_(0, blocks, x.float())
+
+
+CASE = Case(
+    name="block_sums",
+    kernels=(block_sum_kernel,),
+    launch=launch,
+    reference=reference,
+    make_inputs=inputs.randn(1),
+    shapes=inputs.shapes(4096),
+    example_shape=(300,),
+    dtypes=(torch.float32,),
+    tolerances={torch.float32: Tolerance(atol=1e-4, rtol=1e-5)},
+    tags=frozenset({"reduction", "dynamic-output"}),
+    description="an output of cdiv(n, BLOCK) partial sums: its size an expression of the input's",
+)

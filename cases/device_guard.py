@@ -1,0 +1,46 @@
+"""A launcher that runs its kernel under `with torch.cuda.device(x.device):` and reads the device it runs on
+(its compute capability picks the block size), as libraries' launchers do."""
+
+import contextlib
+
+import torch
+import triton
+import triton.language as tl
+
+from harness import Case, inputs
+
+
+@triton.jit
+def triple_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 3, mask=mask)
+
+
+def _block(device: torch.device) -> int:
+    """A wider block on Hopper and later, as a library tunes by capability; 128 without CUDA."""
+    if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 9:
+        return 256
+    return 128
+
+
+def launch(x: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_like(x)
+    n = x.numel()
+    block = _block(x.device)
+    with torch.cuda.device(x.device) if x.device.type == "cuda" else contextlib.nullcontext():
+        triple_kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
+    return out
+
+
+CASE = Case(
+    name="device_guard",
+    kernels=(triple_kernel,),
+    launch=launch,
+    reference=lambda x: x * 3,
+    make_inputs=inputs.randn(1),
+    shapes=inputs.shapes(4096),
+    example_shape=(300,),
+    tags=frozenset({"device"}),
+    description="a launcher under `with torch.cuda.device(x.device)` that reads the device's capability",
+)
