@@ -232,7 +232,9 @@ def check(actual, expected, names, atol, rtol):
 
 
 def clone(inputs):
-    return tuple(x.clone() if isinstance(x, torch.Tensor) else x for x in inputs)
+    """Copies with the inputs' own strides, as the chart makes them."""
+    return tuple(torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(x) if isinstance(x, torch.Tensor) else x
+                 for x in inputs)
 '''
 
 
@@ -787,7 +789,8 @@ def _(*shapes, out_shape=None, **kwargs):
                       "from torch.testing._internal.two_tensor import TwoTensor",
                       "",
                       "def half(x):",
-                      "    return x * 0.5 if x.is_floating_point() else x.clone()",
+                      "    half = x * 0.5 if x.is_floating_point() else x.clone()",
+                      "    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(half)",
                       "",
                       "def artifact(*values):",
                       "    out = program(*(TwoTensor(x, half(x)) if isinstance(x, torch.Tensor) else x for x in values))",

@@ -32,8 +32,10 @@ def _flop_count(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> int:
 
 def _second_half(x: torch.Tensor) -> torch.Tensor:
     """The TwoTensor's .b: half of a floating tensor, so .a and .b differ; an integer or bool tensor (an index,
-    a mask) as it is, since halving would change its dtype and its meaning."""
-    return x * 0.5 if x.is_floating_point() else x.clone()
+    a mask) as it is, since halving would change its dtype and its meaning. With .a's strides, which TwoTensor asks
+    of both (x * 0.5 of a view with gaps between its rows is contiguous)."""
+    half = x * 0.5 if x.is_floating_point() else x
+    return torch.empty_strided(x.shape, x.stride(), dtype=half.dtype, device=x.device).copy_(half)
 
 
 def _two_tensors(inputs: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -9,9 +9,11 @@ import torch
 
 def leaves(inputs: tuple[Any, ...], no_grad: tuple[int, ...] = ()) -> tuple[Any, ...]:
     """Floating-point tensor inputs become leaves that require grad, like a model's activations; those at the positions
-    `no_grad` (a case's buffers: Case.no_grad) stay as they are."""
+    `no_grad` (a case's buffers: Case.no_grad) stay as they are. Each is a copy with the input's own strides: clone()
+    makes a view with gaps between its rows contiguous, and the row would not test the view the case draws."""
     return tuple(
-        x.detach().clone().requires_grad_() if isinstance(x, torch.Tensor) and x.is_floating_point() and i not in no_grad else x
+        torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(x.detach()).requires_grad_()
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and i not in no_grad else x
         for i, x in enumerate(inputs)
     )
 
