@@ -26,11 +26,9 @@ def launch(k, x: torch.Tensor) -> torch.Tensor:
 
 
 def reference(x):
-    """Each element added into its block's sum (index_add_): the output's size, cdiv(n, BLOCK), stays an expression of n
-    under export, as the launcher's does."""
     n = x.numel()
-    blocks = torch.arange(n, device=x.device) // BLOCK
-    return torch.zeros((n + BLOCK - 1) // BLOCK, dtype=torch.float32, device=x.device).index_add_(0, blocks, x.float())
+    blocks = (n + BLOCK - 1) // BLOCK
+    return torch.nn.functional.pad(x.float(), (0, blocks * BLOCK - n)).view(blocks, BLOCK).sum(dim=1)
 
 
 CASE = Case(
