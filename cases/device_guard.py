@@ -1,5 +1,5 @@
-"""A launcher that runs its kernel under `with torch.cuda.device(x.device):` and reads the device it runs on
-(its compute capability picks the block size), as libraries' launchers do."""
+"""A launcher that runs its kernel under `with torch.cuda.device(x.device):` and reads the device it runs on, as
+libraries' launchers do: its compute capability picks the block size, and Triton's active target the warps."""
 
 import contextlib
 
@@ -24,12 +24,20 @@ def _block(device: torch.device) -> int:
     return 128
 
 
+def _warps(device: torch.device) -> int:
+    """8 warps on Hopper and later by Triton's own view of the GPU (its active driver's target), 4 elsewhere."""
+    if device.type != "cuda":  # Triton's interpreter has no active GPU driver to ask
+        return 4
+    target = triton.runtime.driver.active.get_current_target()
+    return 8 if target.backend == "cuda" and int(target.arch) >= 90 else 4
+
+
 def launch(k, x: torch.Tensor) -> torch.Tensor:
     out = k.empty_like(x)
     n = x.numel()
     block = _block(x.device)
     with torch.cuda.device(x.device) if x.device.type == "cuda" else contextlib.nullcontext():
-        k.triple_kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
+        k.triple_kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block, num_warps=_warps(x.device))
     return out
 
 
@@ -42,5 +50,5 @@ CASE = Case(
     shapes=inputs.shapes(4096),
     example_shape=(300,),
     tags=frozenset({"device"}),
-    description="a launcher under `with torch.cuda.device(x.device)` that reads the device's capability",
+    description="a launcher under `with torch.cuda.device(x.device)` that reads the device's capability and Triton's active target",
 )

@@ -192,6 +192,9 @@ class Case:
     example_shape: the shape export and AOTInductor trace with (batch at least 2); their checks
         vary only the batch, up to `max_batch` (at most 4096 in the checks; the rest of the range is
         exercised by the benchmark input).
+    min_batch: the smallest batch export and AOTInductor trace for, and their checks draw (default 1): for a program
+        that specialises the smaller ones, which would fail export for the control too. An output of cdiv(batch, 128)
+        blocks has one block below 129, and export specialises a size of 1: such a case gives min_batch=129.
     benchmark_batch: the batch of the input `--perf` times every path on, a realistic size (default
         `max_batch`; the input is `example_shape` with this batch, so exported artifacts can run it).
     scalars: the launcher's trailing int/float/bool parameters, by name, each with the hypothesis strategy
@@ -234,6 +237,7 @@ class Case:
     example_shape: tuple[int, ...] = ()
     dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float16, torch.bfloat16)
     max_batch: int = 1024
+    min_batch: int = 1
     benchmark_batch: int | None = None
     tolerances: Mapping[torch.dtype, Tolerance] = field(default_factory=dict)
     scalars: Mapping[str, st.SearchStrategy[Any]] = field(default_factory=dict)
@@ -296,6 +300,9 @@ class Case:
             raise CaseError(self.name, "shapes must be a hypothesis strategy of shape tuples")
         if len(self.example_shape) < 1 or self.example_shape[0] < 2:
             raise CaseError(self.name, "example_shape needs a batch (dim 0) of at least 2, or export specialises it")
+        if not 1 <= self.min_batch <= self.example_shape[0] <= self.max_batch:
+            raise CaseError(self.name, f"min_batch {self.min_batch} must lie in 1..example_shape's batch ({self.example_shape[0]}), "
+                                       f"and that at most max_batch ({self.max_batch})")
         if self.benchmark_batch is not None and not 1 <= self.benchmark_batch <= self.max_batch:
             raise CaseError(self.name, f"benchmark_batch {self.benchmark_batch} must lie in 1..max_batch ({self.max_batch})")
 

@@ -86,7 +86,7 @@ def table(cases: Iterable[Case]) -> str:
             arguments(case),
             ", ".join(dtype_name(d) for d in case.dtypes),
             strategy_text(case.shapes),
-            f"{case.example_shape}, batch 1..{case.max_batch}" + "".join(f", dim {d} 1..{m}" for d, m in sorted(case.dynamic_dims.items())),
+            f"{case.example_shape}, batch {case.min_batch}..{case.max_batch}" + "".join(f", dim {d} 1..{m}" for d, m in sorted(case.dynamic_dims.items())),
             _scalars(case),
             _more(case),
         ]

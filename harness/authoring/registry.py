@@ -218,3 +218,37 @@ def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
                 loaded.cases[case.name] = case
     loaded.cases = dict(sorted(loaded.cases.items()))
     return loaded
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a new process finds a case: its module as `load` takes it (a module's name, or a case file's path made
+    absolute), the case's file, and the folder its package imports from (for a module given by name)."""
+
+    module: str
+    file: str | None
+    root: str | None
+
+
+def location(case: Case) -> Location:
+    """The case's Location; CaseError where the case names no module (one not loaded by `load`)."""
+    label = case.module
+    if not label:
+        raise CaseError(case.name, "names no module (Case.module is empty), and a new process imports the case's module to find it: "
+                        "load the case with harness.authoring.registry, which sets it")
+    module = os.path.abspath(label) if is_file_spec(label) else label
+    file = module if is_file_spec(label) else getattr(sys.modules.get(label), "__file__", None)
+    return Location(module, file, import_root(file) if file and not is_file_spec(label) else None)
+
+
+def found(where: Location, name: str) -> Case:
+    """The case named `name` in a new process, its module imported as `load` imports it (its package's folder put on the
+    path only where the path does not find the package); CaseError saying why where it is not there."""
+    if where.root and importlib.util.find_spec(where.module.partition(".")[0]) is None:
+        importable(where.root)
+    loaded = load([where.module])
+    case = loaded.cases.get(name)
+    if case is None:
+        why = "; ".join(str(problem) for problem in loaded.problems) or f"it defines no case named {name!r}"
+        raise CaseError(name, f"not found in {where.module} in the new process: {why}")
+    return case

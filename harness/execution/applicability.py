@@ -12,6 +12,8 @@ import os
 import re
 from typing import Any, Callable, Mapping
 
+import torch
+
 from harness.authoring import registry
 from harness.authoring.case import Case, dtype_name
 from harness.environment import probe
@@ -106,6 +108,19 @@ def case_requires(cell: Cell, case: Case, env: RunEnvironment) -> str | None:
 def row_needs_cuda(cell: Cell, case: Case, env: RunEnvironment) -> str | None:
     needs, device = cell.row.spec.needs_cuda, env.row_device(cell)
     return f"{needs}; this run's device is {device}" if needs and not device.startswith("cuda") else None
+
+
+def torch_lacks(cell: Cell, case: Case, env: RunEnvironment) -> str | None:
+    """Not in this torch: the row calls an API (RowSpec.needs_torch) the installed torch does not have."""
+    needed = cell.row.spec.needs_torch
+    if not needed:
+        return None
+    holder: Any = torch
+    for part in needed.split(".")[1:]:
+        if not hasattr(holder, part):
+            return f"not in this torch: torch {torch.__version__} has no {needed}, which the row calls"
+        holder = getattr(holder, part)
+    return None
 
 
 def interpreter_cannot_compile(cell: Cell, case: Case, env: RunEnvironment) -> str | None:
@@ -211,7 +226,7 @@ def kernel_not_editable(cell: Cell, case: Case, env: RunEnvironment) -> str | No
 
 # Asked in this order; the first reason given is the cell's. The cheap, certain ones first: a probe runs only for a
 # cell no earlier rule left out.
-RULES: tuple[Rule, ...] = (ships_no_op, row_does_not_apply, case_requires, row_needs_cuda, interpreter_cannot_compile,
+RULES: tuple[Rule, ...] = (ships_no_op, row_does_not_apply, torch_lacks, case_requires, row_needs_cuda, interpreter_cannot_compile,
                            cannot_autotune_here, interpreter_lacks_extern, wrap_triton_refuses_interpreted,
                            left_to_other_profiles, kernel_not_editable)
 

@@ -7,6 +7,7 @@ inside into a failure at that stage (harness.execution.execute maps foreign exce
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -21,7 +22,7 @@ import torch
 from filelock import FileLock
 from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
-from harness.execution import cpp_runtime
+from harness.execution import cpp_runtime, saved
 from harness.execution.observer import GraphObserver
 from harness.execution.warm_cache import EditedInNewProcess
 from harness.model.outcome import WAITED_FOR_PACKAGE, Stage
@@ -52,6 +53,7 @@ class Build:
     fn: Artifact
     inputs: tuple[Any, ...]
     max_batch: int
+    min_batch: int
     batched: tuple[bool, ...]
     dims: Mapping[int, int]  # dynamic dims besides the batch, with their largest sizes
     workdir: str
@@ -60,7 +62,7 @@ class Build:
     shared: Shared | None
     stage: Callable[[Stage], ContextManager[None]]  # enter a stage: announced, its failures attributed to it
     call: Callable[[Artifact, tuple[Any, ...]], Any]  # run an artifact once, as the checks do
-    edit: Edit | None = None  # what the warm-cache row edits and rebuilds in its new process
+    style: Style | None = None  # the case and style a new process builds again (the warm-cache row, the rows that save)
     spent: Callable[[str, float], None] = lambda part, seconds: None  # seconds of the cell's work outside any stage (waiting)
     warnings: list[str] = dataclasses.field(default_factory=list)  # the cell's (CellResult.warnings): a shared build's join them
     # The processes the cell's builds share: the one that serves its packages, one per dtype.
@@ -68,8 +70,8 @@ class Build:
 
 
 @dataclasses.dataclass(frozen=True)
-class Edit:
-    case: Any  # the Case whose kernels are edited
+class Style:
+    case: Any  # the Case a new process finds (and, on the warm-cache row, whose kernels it edits)
     wrapping: str  # the style the new process builds
 
 
@@ -85,10 +87,10 @@ class _Program(torch.nn.Module):
 
 
 def dynamic_batch(inputs: tuple[Any, ...], max_batch: int, batched: tuple[bool, ...] | None = None,
-                  dims: Mapping[int, int] | None = None) -> tuple[Any, ...]:
-    """Dim 0 of every batched tensor input is one dynamic batch dimension, and each of `dims` one more,
-    shared by the batched inputs that have it (forward takes them as *inputs)."""
-    shared = {0: torch.export.Dim("batch", min=1, max=max_batch)}
+                  dims: Mapping[int, int] | None = None, min_batch: int = 1) -> tuple[Any, ...]:
+    """Dim 0 of every batched tensor input is one dynamic batch dimension (min_batch..max_batch), and each of `dims`
+    one more, shared by the batched inputs that have it (forward takes them as *inputs)."""
+    shared = {0: torch.export.Dim("batch", min=min_batch, max=max_batch)}
     shared.update({dim: torch.export.Dim(f"dim{dim}", min=1, max=largest) for dim, largest in (dims or {}).items()})
     batched = batched or (True,) * len(inputs)
 
@@ -107,15 +109,43 @@ def as_is(build: Build) -> Artifact:
 
 def compiled(build: Build) -> Artifact:
     """torch.compile with the row's options; it compiles lazily, on the first call, so that call is made here."""
-    options = build.row.spec.compile_options
-    if options is None:  # training without a compiler
+    spec = build.row.spec
+    if spec.compile_options is None:  # training without a compiler
         return build.fn
-    artifact = torch.compile(build.fn, **options)
-    if build.row.spec.unbacked:
+    artifact = torch.compile(_own_function(build.fn) if spec.dynamo_config else build.fn, **spec.compile_options)
+    if spec.unbacked:
         artifact = _batch_unbacked(artifact, build.batched)
+    artifact = _in_row_context(artifact, build.row)
     with build.stage(Stage.COMPILE):
         build.call(artifact, build.inputs)
     return artifact
+
+
+def _own_function(fn: Artifact) -> Artifact:
+    """A function of its own that calls `fn`: Dynamo keeps compiled code, and counts compiles against recompile_limit,
+    per function (its code object), and each dtype's artifact is then counted alone, as a program of one dtype is."""
+    def program(*inputs: Any) -> Any:
+        return fn(*inputs)
+
+    program.__code__ = program.__code__.replace()  # a new code object: every `program` made here shares the def's
+    return program
+
+
+def _in_row_context(artifact: Artifact, row: Row) -> Artifact:
+    """Each call made under what the row's program sets around it: torch.inference_mode(), Dynamo's settings."""
+    spec = row.spec
+    if not (spec.inference_mode or spec.dynamo_config):
+        return artifact
+
+    def call(*inputs: Any) -> Any:
+        with contextlib.ExitStack() as context:
+            if spec.inference_mode:
+                context.enter_context(torch.inference_mode())
+            if spec.dynamo_config:
+                context.enter_context(torch._dynamo.config.patch(**spec.dynamo_config))
+            return artifact(*inputs)
+
+    return call
 
 
 def _batch_unbacked(artifact: Artifact, batched: tuple[bool, ...]) -> Artifact:
@@ -134,7 +164,8 @@ def _batch_unbacked(artifact: Artifact, batched: tuple[bool, ...]) -> Artifact:
 def _export(build: Build) -> torch.export.ExportedProgram:
     with build.stage(Stage.EXPORT):
         exported = torch.export.export(_Program(build.fn), build.inputs, strict=bool(build.row.spec.strict),
-                                       dynamic_shapes=dynamic_batch(build.inputs, build.max_batch, build.batched, build.dims))
+                                       dynamic_shapes=dynamic_batch(build.inputs, build.max_batch, build.batched, build.dims,
+                                                                    build.min_batch))
     build.observer.record(exported.graph)
     return exported
 
@@ -239,10 +270,10 @@ def warm_cache(build: Build) -> Artifact:
     edited kernel on the same caches (harness.execution.warm_cache). Every kernel is edited before the compile,
     which is not spent on a kernel the row cannot edit; the new process loads the edit after it. What the row
     cannot edit or load raises HarnessFault: the harness's, not the style's."""
-    assert build.edit is not None
+    assert build.style is not None
     options = dict(build.row.spec.compile_options or {})
     with build.stage(Stage.WRAP):
-        edited = EditedInNewProcess(build.edit.case, build.edit.wrapping, options, build.workdir, build.processes)
+        edited = EditedInNewProcess(build.style.case, build.style.wrapping, options, build.workdir, build.processes)
     with torch._inductor.config.patch(post_grad_custom_post_pass=None):
         artifact = torch.compile(build.fn, **options)
         with build.stage(Stage.COMPILE):
@@ -250,6 +281,56 @@ def warm_cache(build: Build) -> Artifact:
     with build.stage(Stage.WRAP):
         edited.load()
     return edited
+
+
+def export_loaded(build: Build) -> Artifact:
+    """The exported program saved (torch.export.save), then loaded and run by a new process that imports the case."""
+    exported = _export(build)
+    path = os.path.join(build.workdir, f"{build.label}.pt2")
+    with build.stage(Stage.SAVE):
+        torch.export.save(exported, path)
+    return _loaded_in_new_process(build, saved.PROGRAM, path)
+
+
+def cache_artifacts(build: Build) -> Artifact:
+    """Compiled here with the on-disk caches on (as warm_cache, without the harness's graph pass, which turns Inductor's
+    cache off), the cache artifacts saved; a new process with empty caches loads them and compiles the style again."""
+    options = dict(build.row.spec.compile_options or {})
+    cache = getattr(torch.compiler, "_cache", None)
+    if cache is not None and hasattr(cache, "CacheArtifactManager"):
+        cache.CacheArtifactManager.clear()  # only this cell's compile: not what earlier cells in this process compiled
+    with torch._inductor.config.patch(post_grad_custom_post_pass=None):
+        artifact = torch.compile(build.fn, **options)
+        with build.stage(Stage.COMPILE):
+            build.call(artifact, build.inputs)
+    path = os.path.join(build.workdir, f"{build.label}.cache-artifacts")
+    with build.stage(Stage.SAVE):
+        artifacts = torch.compiler.save_cache_artifacts()
+        if artifacts is None:
+            raise RuntimeError("torch.compiler.save_cache_artifacts() returned None: the compile left no cache artifact to save")
+        with open(path, "wb") as f:
+            f.write(artifacts[0])
+    return _loaded_in_new_process(build, saved.CACHES, path, options)
+
+
+def precompiled(build: Build) -> Artifact:
+    """torch.compile's aot_compile on the example inputs, the compiled function saved (save_compiled_function); a new
+    process that imports the case builds the style and loads it (torch.compiler.load_compiled_function) in its globals."""
+    options = dict(build.row.spec.compile_options or {})
+    with build.stage(Stage.COMPILE):
+        compiled_function = torch.compile(build.fn, **options).aot_compile((tuple(build.inputs), {}))
+    path = os.path.join(build.workdir, f"{build.label}.precompiled")
+    with build.stage(Stage.SAVE):
+        compiled_function.save_compiled_function(path)
+    return _loaded_in_new_process(build, saved.PRECOMPILED, path)
+
+
+def _loaded_in_new_process(build: Build, task: str, path: str, options: Mapping[str, Any] | None = None) -> Artifact:
+    assert build.style is not None
+    artifact = saved.SavedInNewProcess(build.style.case, build.style.wrapping, task, path, build.workdir, build.processes, options)
+    with build.stage(Stage.LOAD):
+        artifact.load()
+    return artifact
 
 
 BUILDERS: dict[Kind, Callable[[Build], Artifact]] = {
@@ -262,6 +343,9 @@ BUILDERS: dict[Kind, Callable[[Build], Artifact]] = {
     Kind.AOTI_CPP: aoti_cpp,
     Kind.AOTI_FRESH: aoti_fresh,
     Kind.WARM_CACHE: warm_cache,
+    Kind.EXPORT_LOAD: export_loaded,
+    Kind.CACHE_ARTIFACTS: cache_artifacts,
+    Kind.PRECOMPILE: precompiled,
 }
 
 

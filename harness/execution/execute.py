@@ -138,12 +138,17 @@ def examples(case: Case, row: Row, checked_batch_max: int = FULL_BATCH) -> st.Se
     if how is Examples.ONCE:
         return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0), **extra)
     if how is Examples.BATCH:
-        shapes = st.integers(1, min(case.max_batch, checked_batch_max)).map(case.export_shape)
+        def sizes_to(largest: int, smallest: int = 1) -> st.SearchStrategy[int]:
+            """From the row's (or the case's) smallest size, where the case reaches it, to the checks' largest."""
+            smallest = max(row.spec.smallest_batch, smallest)
+            cap = min(largest, max(checked_batch_max, smallest))
+            return st.integers(min(smallest, cap), cap)
+
+        shapes = sizes_to(case.max_batch, case.min_batch).map(case.export_shape)
         if case.dynamic_dims:  # the other dynamic dims are drawn too, each up to its largest size
             dims = sorted(case.dynamic_dims)
-            sizes = st.tuples(*(st.integers(1, min(case.dynamic_dims[d], checked_batch_max)) for d in dims))
-            shapes = st.tuples(st.integers(1, min(case.max_batch, checked_batch_max)), sizes).map(
-                lambda drawn: case.export_shape(drawn[0], dict(zip(dims, drawn[1]))))
+            sizes = st.tuples(*(sizes_to(case.dynamic_dims[d]) for d in dims))
+            shapes = st.tuples(sizes_to(case.max_batch, case.min_batch), sizes).map(lambda drawn: case.export_shape(drawn[0], dict(zip(dims, drawn[1]))))
         return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1), **extra)
     # Scalars vary where the artifact is made per call (eager, compile): a new value may recompile.
     scalars = st.tuples(*(st.tuples(st.just(name), values) for name, values in case.scalars.items()))
@@ -317,7 +322,9 @@ class Execution:
                 self.result.unchecked.append(f"mutation analysis not compared: the eager launch raised {type(exc).__name__}: {first_line(exc)}")
         if not self.device.startswith("cuda"):
             watch.cudagraph_skip_count = 0  # without CUDA there are no CUDA graphs to lose (max-autotune asks for them)
-        return watch.degradations()
+        # and what an artifact saw lost in a process of its own (harness.execution.saved: cache artifacts left unused)
+        lost_elsewhere = [d for artifact in self.artifacts.values() for d in getattr(artifact, "degradations", ())]
+        return watch.degradations() + list(dict.fromkeys(lost_elsewhere))
 
     def _launcher_in_plain_eager(self) -> None:
         """Raise the case's error where its launcher raises in the case's own code when called in plain eager.
@@ -506,11 +513,11 @@ class Execution:
             if key_name is not None and self.settings.packages is not None:
                 shared = builders.Shared(packages=self.settings.packages, caches=self.settings.caches or self.settings.workdir, key=key_name)
             request = builders.Build(
-                row=self.cell.row, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, batched=self.case.batched,
+                row=self.cell.row, fn=self.program, inputs=inputs, max_batch=self.case.max_batch, min_batch=self.case.min_batch, batched=self.case.batched,
                 dims=self.case.dynamic_dims,
                 workdir=self.settings.workdir, label=f"{self.cell.id}-{variant}", observer=self.observer,
                 shared=shared, stage=self.stage, call=self.call, spent=self.spent, processes=self.processes, warnings=self.result.warnings,
-                edit=builders.Edit(self.case, self.cell.wrapping.value) if self.cell.row.spec.kind is Kind.WARM_CACHE else None,
+                style=builders.Style(self.case, self.cell.wrapping.value),
             )
             start = time.perf_counter()
             try:

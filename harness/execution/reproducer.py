@@ -58,7 +58,7 @@ def outcome_of(output: str) -> Reproduced | None:
         verdict, stage, rest = found.group("verdict"), found.group("stage") or None, found.group("rest")
         if verdict == "FAILED":
             kind, _, message = rest.partition(": ")
-            return Reproduced(verdict, stage, kind, message)
+            return Reproduced(verdict, stage, kind.removesuffix(":"), message)  # an error with no message ends its kind with ":"
         return Reproduced(verdict, stage if verdict == "WRONG" else None, None, rest)
     return None
 
@@ -587,6 +587,9 @@ def _(*shapes, out_shape=None, **kwargs):
                 lines += self._compiled_per_dtype(options, kind, traced)
         elif kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
             lines += self._export(kind)
+        elif kind in (Kind.EXPORT_LOAD, Kind.CACHE_ARTIFACTS, Kind.PRECOMPILE):
+            lines[:0] = self._served(kind)  # before anything is run: the new process this file is started as takes this branch
+            lines += self._saved(kind, traced)
         elif kind is Kind.SUBSYSTEM:
             reference, names = self._subsystem(lines)
             compared_inputs = row not in (Row.FLOP_COUNTER, Row.OPCHECK)
@@ -633,12 +636,16 @@ def _(*shapes, out_shape=None, **kwargs):
         """torch.compile of the program made anew for each dtype on its first call and called once on that dtype's
         example (seed 0 at example_shape), as the chart builds it (builders.compiled); in training, the forward alone,
         on inputs that require grad. Two compiled functions of one program share Dynamo's and Inductor's caches."""
-        called = "unbacked_of(compiled)" if self.row.spec.unbacked else "compiled"
+        spec = self.row.spec
+        called = "unbacked_of(compiled)" if spec.unbacked else "compiled"
+        if spec.inference_mode or spec.dynamo_config:
+            called = f"in_row_context({called})"
+        compiled = "own_function(program)" if spec.dynamo_config else "program"
         first = (f"leaves(make_inputs(dtype, {self.case.example_shape!r}, 0), NO_GRAD)" if kind is Kind.TRAIN
                  else f"make_inputs(dtype, {self.case.example_shape!r}, 0)")
-        return ["", "", *(self._unbacked() if self.row.spec.unbacked else []),
+        return ["", "", *(self._unbacked() if spec.unbacked else []), *self._row_context(),
                 "def build(dtype):",
-                f"    compiled = torch.compile(program{', ' + options if options else ''})",
+                f"    compiled = torch.compile({compiled}{', ' + options if options else ''})",
                 f"    called = {called}",
                 '    with stage("compile", called=True):',
                 f"        called(*{first})",
@@ -655,6 +662,97 @@ def _(*shapes, out_shape=None, **kwargs):
                 "",
                 "",
                 f"artifact_of(torch.{dtype_name(traced.dtype)})"]
+
+    def _row_context(self) -> list[str]:
+        """What the row's program sets around each call (builders._in_row_context), and the function of its own each
+        dtype compiles where it sets Dynamo's settings (builders._own_function)."""
+        spec = self.row.spec
+        lines: list[str] = []
+        if spec.dynamo_config:
+            lines += ["def own_function(fn):",
+                      "    # Dynamo counts compiles (recompile_limit) per function: each dtype's is a function of its own",
+                      "    def program_of_one_dtype(*values):",
+                      "        return fn(*values)",
+                      "    program_of_one_dtype.__code__ = program_of_one_dtype.__code__.replace()",
+                      "    return program_of_one_dtype",
+                      "", ""]
+        if spec.inference_mode or spec.dynamo_config:
+            contexts = (["torch.inference_mode()"] if spec.inference_mode else []) + (
+                [f"torch._dynamo.config.patch(**{dict(spec.dynamo_config)!r})"] if spec.dynamo_config else [])
+            lines += ["def in_row_context(compiled):",
+                      "    def call(*values):",
+                      f"        with {', '.join(contexts)}:",
+                      "            return compiled(*values)",
+                      "    return call",
+                      "", ""]
+        return lines
+
+    def _served(self, kind: Kind) -> list[str]:
+        """The branch this file takes when it is started again as the new process that loads what was saved
+        (harness.execution.saved): the case and its style are defined above, as there; then the saved file is loaded
+        and called once."""
+        options = ", ".join(f"{k}={v!r}" for k, v in (self.row.spec.compile_options or {}).items())
+        load = {
+            Kind.EXPORT_LOAD: ["    loaded = torch.export.load(saved_file).module()"],
+            Kind.CACHE_ARTIFACTS: ["    with open(saved_file, 'rb') as f:",
+                                   "        torch.compiler.load_cache_artifacts(f.read())",
+                                   f"    loaded = torch.compile(program{', ' + options if options else ''})"],
+            Kind.PRECOMPILE: ["    with open(saved_file, 'rb') as f:",
+                              "        loaded = torch.compiler.load_compiled_function(f, f_globals=program.__globals__)"],
+        }[kind]
+        return ['if sys.argv[1:2] == ["--load"]:  # the new process that loads what was saved (see `artifact` below)',
+                "    saved_file, inputs_file, outputs_file = sys.argv[2:5]",
+                '    with stage("load"):',
+                *["    " + line for line in load],
+                "    values = torch.load(inputs_file)",
+                '    with stage("compile", called=True):' if kind is Kind.CACHE_ARTIFACTS else '    with stage("run"):',
+                "        out = loaded(*values)",
+                "    torch.save((out, values), outputs_file)",
+                "    sys.exit(0)",
+                ""]
+
+    def _saved(self, kind: Kind, traced: Example) -> list[str]:
+        """The path saved here, and `artifact`: each call starts this file again as the new process that loads it."""
+        self.source.imports.update({"os", "subprocess", "tempfile"})
+        options = ", ".join(f"{k}={v!r}" for k, v in (self.row.spec.compile_options or {}).items())
+        folder = "folder = tempfile.mkdtemp()"
+        if kind is Kind.EXPORT_LOAD:
+            lines = self._export(Kind.EXPORT)[:-1] + [folder, "SAVED = os.path.join(folder, 'program.pt2')",
+                                                     'with stage("save"):', "    torch.export.save(exported, SAVED)"]
+        elif kind is Kind.CACHE_ARTIFACTS:
+            lines = [f"compiled = torch.compile(program{', ' + options if options else ''})",
+                     'with stage("compile", called=True):', "    compiled(*traced)",
+                     folder, "SAVED = os.path.join(folder, 'cache-artifacts')",
+                     'with stage("save"):', "    with open(SAVED, 'wb') as f:", "        f.write(torch.compiler.save_cache_artifacts()[0])"]
+        else:
+            lines = ['with stage("compile"):',
+                     f"    precompiled = torch.compile(program{', ' + options if options else ''}).aot_compile((traced, {{}}))",
+                     folder, "SAVED = os.path.join(folder, 'precompiled')",
+                     'with stage("save"):', "    precompiled.save_compiled_function(SAVED)"]
+        caches = kind is Kind.CACHE_ARTIFACTS
+        return lines + [
+            "",
+            "",
+            "def artifact(*values):",
+            f"    # as the chart does: a new process{', its compile caches empty (the artifacts are all it has),' if caches else ''} "
+            "that imports the case, builds the style and loads the saved file",
+            "    call_folder = tempfile.mkdtemp()",
+            "    inputs_file, outputs_file = os.path.join(call_folder, 'inputs.pt'), os.path.join(call_folder, 'outputs.pt')",
+            "    torch.save(values, inputs_file)",
+            "    env = {**os.environ, 'TORCHINDUCTOR_CACHE_DIR': os.path.join(call_folder, 'inductor'), "
+            "'TRITON_CACHE_DIR': os.path.join(call_folder, 'triton')}" if caches else "    env = None",
+            "    done = subprocess.run([sys.executable, __file__, '--load', SAVED, inputs_file, outputs_file], capture_output=True, "
+            "text=True, env=env)",
+            "    if done.returncode != 0:",
+            "        print(done.stderr, file=sys.stderr)",
+            "        print(done.stdout)",
+            "        sys.exit(done.returncode)",
+            "    out, after = torch.load(outputs_file)",
+            "    for value, written in zip(values, after):",
+            "        if isinstance(value, torch.Tensor):",
+            "            value.copy_(written)",
+            "    return out",
+        ]
 
     def _unbacked(self) -> list[str]:
         batched = self.case.batched
@@ -673,7 +771,7 @@ def _(*shapes, out_shape=None, **kwargs):
     def _export(self, kind: Kind) -> list[str]:
         case, spec = self.case, self.row.spec
         self.source.imports.update({"os", "tempfile"})
-        dims = [f'batch = torch.export.Dim("batch", min=1, max={case.max_batch})']
+        dims = [f'batch = torch.export.Dim("batch", min={case.min_batch}, max={case.max_batch})']
         shared = {0: "batch"}
         for dim, largest in sorted(case.dynamic_dims.items()):
             dims.append(f'dim{dim} = torch.export.Dim("dim{dim}", min=1, max={largest})')

@@ -56,7 +56,7 @@ from harness.execution import wrapping as wrappings
 from harness.execution.transfer import with_its_strides
 from harness.execution.wrapping import run_as_module
 from harness.model.columns import Wrapping
-from harness.model.errors import HarnessError, Mismatch, described, first_line
+from harness.model.errors import CaseError, HarnessError, Mismatch, described, first_line
 from harness.model.outcome import HarnessFault, Stage
 from harness.processes import autotune_timing, profiling
 from harness.processes.helper_process import CellProcesses, HelperProcess
@@ -246,17 +246,13 @@ class EditRequest:
 
 def edit_request(case: Case, wrapping: str) -> Edit:
     """What the new process needs to load the edited case and build its style: the edited sources, the case's name
-    and its module, as harness.authoring.registry loads it (a module's name, or a case file's path, made absolute).
-    EditNotLoaded where the case names no module; KernelNotEditable where a kernel cannot be edited."""
-    label = case.module
-    if not label:
-        raise EditNotLoaded(f"case {case.name} names no module (Case.module is empty), and the new process imports the case's "
-                            "module to find it: load the case with harness.authoring.registry, which sets it")
-    is_file = label.endswith(".py") or os.sep in label  # as registry tells a file from a module's name
-    module = os.path.abspath(label) if is_file else label
-    case_file = module if is_file else getattr(sys.modules.get(label), "__file__", None)
-    root = registry.import_root(case_file) if case_file and not is_file else None
-    return Edit(case.name, module, wrapping, edited_sources(case.kernels, case_file), root)
+    and its module, as harness.authoring.registry loads it (registry.location). EditNotLoaded where the case names no
+    module; KernelNotEditable where a kernel cannot be edited."""
+    try:
+        where = registry.location(case)
+    except CaseError as exc:
+        raise EditNotLoaded(str(exc)) from exc
+    return Edit(case.name, where.module, wrapping, edited_sources(case.kernels, where.file), where.root)
 
 
 class NewProcess(HelperProcess):
@@ -385,9 +381,10 @@ def load_edited_case(edit: Edit) -> Case:
     for path, source in sources.items():
         if source["whole_file"]:
             _run_again(path, source)
-    if edit.root and importlib.util.find_spec(edit.case_module.partition(".")[0]) is None:
-        registry.importable(edit.root)  # the cases' package as the run made it importable, only where the path does not find it
-    case = _find_case(edit.case_module, edit.case)
+    try:  # the module run again above is found as it stands
+        case = registry.found(registry.Location(edit.case_module, None, edit.root), edit.case)
+    except CaseError as exc:
+        raise EditNotLoaded(str(exc)) from exc
     unedited = [kernel_name(k) for k in case.kernels if not _is_edited(k)]
     if unedited:
         raise EditNotLoaded(f"case {case.name}'s kernel {', '.join(unedited)} is the kernel as it was in the new process: the case "
@@ -492,17 +489,6 @@ def _run_again(path: str, source: Mapping[str, Any]) -> None:
         run_as_module(name, path, source["text"])
     except Exception as exc:  # noqa: BLE001 - the case's module may raise anything; it loaded in the cell's process
         raise EditNotLoaded(f"the case's module {name}, edited, cannot run again in the new process: {described(exc)}") from exc
-
-
-def _find_case(module: str, name: str) -> Case:
-    """The case in its module, imported as harness.authoring.registry imports it (the module run again above is
-    found as it stands)."""
-    loaded = registry.load([module])
-    case = loaded.cases.get(name)
-    if case is None:
-        why = "; ".join(str(problem) for problem in loaded.problems) or f"it defines no case named {name!r}"
-        raise EditNotLoaded(f"case {name!r} not found in {module} in the new process: {why}")
-    return case
 
 
 def _edited_style(edit: Edit) -> tuple[Case, Any]:

@@ -50,6 +50,8 @@ class Stage(str, enum.Enum):
     EXPORT = "export"
     AOT_COMPILE = "aot_compile"
     AOT_LOAD = "aot_load"
+    SAVE = "save"  # writing what a path saves for another process: an exported program, cache artifacts, a precompiled function
+    LOAD = "load"  # loading it in a new process
     RUN = "run"
     REFERENCE = "reference"
 

@@ -28,6 +28,9 @@ class Kind(str, enum.Enum):
     AOTI_CPP = "aoti_cpp"  # the same package, loaded and run by a C++ program with no Python
     AOTI_FRESH = "aoti_fresh"  # the same package, loaded and run in a new Python process that never imported the case
     WARM_CACHE = "warm_cache"  # compiled again in a new process, on the caches of the first compile, after a kernel edit
+    EXPORT_LOAD = "export_load"  # the exported program saved, then loaded and run in a new process that imports the case
+    CACHE_ARTIFACTS = "cache_artifacts"  # compiled in a new process, on empty caches but the saved cache artifacts
+    PRECOMPILE = "precompile"  # torch.compile's aot_compile, saved, then loaded and run in a new process that imports the case
     TRAIN = "train"  # forward and backward, gradients checked
     SUBSYSTEM = "subsystem"  # a PyTorch subsystem the style should compose with
 
@@ -103,6 +106,12 @@ class RowSpec:
     outputs: tuple[str, ...] = ()  # names of what the row's program returns, where it is not the case's outputs
     replays: int = 0  # after the first call, calls on new values written into the same input buffers, each checked
     needs_cuda: str | None = None  # why the row means nothing without a CUDA device (it is skipped there), else None
+    inference_mode: bool = False  # the artifact built and called under torch.inference_mode()
+    # Dynamo's settings the row's program sets (torch._dynamo.config); each dtype's artifact then compiles a function
+    # of its own, since Dynamo counts compiles (recompile_limit) per function.
+    dynamo_config: Mapping[str, Any] | None = None
+    smallest_batch: int = 1  # the smallest batch (and dynamic dim) its examples draw, on rows whose examples vary the batch
+    needs_torch: str | None = None  # the torch API the row calls ("torch.compiler.load_compiled_function"): without it, not in this torch
 
     def __post_init__(self) -> None:
         """A row must hold every fact its kind needs: a mistake here is caught when the table is read."""
@@ -113,9 +122,11 @@ class RowSpec:
             ("how its examples vary", not isinstance(self.examples, Examples)),
             ("a timeout above 0", not self.timeout_s > 0),
             ("a cost above 0", not self.cost > 0),
-            ("torch.compile options", self.kind in (Kind.COMPILE, Kind.WARM_CACHE) and self.compile_options is None),
+            ("torch.compile options",
+             self.kind in (Kind.COMPILE, Kind.WARM_CACHE, Kind.CACHE_ARTIFACTS, Kind.PRECOMPILE) and self.compile_options is None),
             ("export strictness (strict=True or False)",
-             self.kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH) and self.strict is None),
+             self.kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH, Kind.EXPORT_LOAD) and self.strict is None),
+            ("a smallest batch of 1 or more", self.smallest_batch < 1),
             ("where it applies", not callable(self.applies)),
         ) if missing]
         if problems:
@@ -135,6 +146,7 @@ _AOTI = dict(timeout_s=900.0, cost=50.0)
 _AOTI_CPP = dict(timeout_s=900.0, cost=10.0)
 _AOTI_FRESH = dict(timeout_s=900.0, cost=8.0)  # a Python process started and the package loaded in it
 _TRAIN = dict(timeout_s=600.0, cost=3.0)
+_NEW_PROCESS = dict(timeout_s=900.0, cost=6.0)  # a Python process started, the case imported and its style built there
 _SUBSYSTEM = dict(timeout_s=300.0, cost=0.5)
 
 
@@ -186,6 +198,26 @@ class Row(str, enum.Enum):
     WARM_CACHE_EDIT = RowSpec("warm_cache_edit", Kind.WARM_CACHE,
                           "torch.compile(fullgraph=True) in a new process on warm caches, after the kernel was edited",
                           timeout_s=900.0, cost=6.0, timed=False, examples=Examples.ONCE, compile_options=_options(fullgraph=True))
+    # What production does after the first compile: serve without autograd, forbid recompiles, ship what was compiled.
+    COMPILE_INFERENCE_MODE = RowSpec("compile_inference_mode", Kind.COMPILE, "torch.compile(fullgraph=True) under torch.inference_mode()",
+                                     **_COMPILE, timed=True, examples=Examples.DRAWN, compile_options=_options(fullgraph=True),
+                                     inference_mode=True)
+    COMPILE_NO_RECOMPILE = RowSpec("compile_no_recompile", Kind.COMPILE,
+                                   "torch.compile(dynamic=True, fullgraph=True), a new size may not recompile (recompile_limit=1)",
+                                   **_COMPILE, timed=False, examples=Examples.BATCH, compile_options=_options(dynamic=True, fullgraph=True),
+                                   dynamo_config=_options(recompile_limit=1, fail_on_recompile_limit_hit=True), smallest_batch=2,
+                                   needs_torch="torch._dynamo.config.fail_on_recompile_limit_hit")
+    EXPORT_LOAD_FRESH = RowSpec("export_load_fresh", Kind.EXPORT_LOAD,
+                                "torch.export.save, then load and run in a fresh process that imports the case (non-strict export)",
+                                **_NEW_PROCESS, timed=False, examples=Examples.BATCH, strict=False)
+    CACHE_ARTIFACTS_FRESH = RowSpec("cache_artifacts_fresh", Kind.CACHE_ARTIFACTS,
+                                    "torch.compile(fullgraph=True) in a fresh process on empty caches but the saved cache artifacts",
+                                    **_NEW_PROCESS, timed=False, examples=Examples.ONCE, compile_options=_options(fullgraph=True),
+                                    needs_torch="torch.compiler.load_cache_artifacts")
+    PRECOMPILE_FRESH = RowSpec("precompile_fresh", Kind.PRECOMPILE,
+                               "torch.compile(dynamic=True, fullgraph=True).aot_compile, saved, loaded and run in a fresh process",
+                               **_NEW_PROCESS, timed=False, examples=Examples.BATCH, compile_options=_options(dynamic=True, fullgraph=True),
+                               smallest_batch=2, needs_torch="torch.compiler.load_compiled_function")
     # Training without a compiler costs as eager.
     TRAIN_EAGER = RowSpec("train_eager", Kind.TRAIN, "training, eager", timeout_s=600.0, cost=1.0, timed=True,
                       examples=Examples.DRAWN, applies=_has_gradient)

@@ -67,7 +67,7 @@ PROFILES = {profile.name: profile for profile in (
     # thirds of the built-in matrix's time.
     Profile("quick", max_examples=2, checked_batch_max=256, dtypes_per_cell=1, shrink_examples=5,
             limited_rows=("aoti_strict", "aoti_nonstrict", "aoti_cpp_strict", "aoti_cpp_nonstrict", "aoti_fresh_nonstrict",
-                          "compile_cpp_wrapper", "compile_max_autotune"),
+                          "compile_cpp_wrapper", "compile_max_autotune", "export_load_fresh", "cache_artifacts_fresh", "precompile_fresh"),
             limited_rows_tag="tutorial"),
     Profile("thorough", max_examples=200),
     Profile("explore", max_examples=50, derandomize=False),

@@ -100,9 +100,10 @@ class CellProcesses:
     def __init__(self) -> None:
         self.package_server: HelperProcess | None = None  # a fresh Python process serving the cell's packages (aoti_fresh)
         self.warm_cache: HelperProcess | None = None  # the process compiling on the first compile's caches (warm_cache)
+        self.saved: HelperProcess | None = None  # the process loading what the cell saved (harness.execution.saved)
 
     def held(self) -> list[HelperProcess]:
-        return [p for p in (self.package_server, self.warm_cache) if p is not None]
+        return [p for p in (self.package_server, self.warm_cache, self.saved) if p is not None]
 
 
 def _stop(proc: Any, stderr: IO[str], kill: bool = False) -> None:

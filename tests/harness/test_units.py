@@ -140,7 +140,7 @@ def test_every_builtin_case_loads_and_duplicates_are_reported():
         "scaled_add", "silu", "sin", "softmax_rows", "strided", "tma_add", "two_outputs",
         "autotune_sizes", "embedding_gather", "grid_2d", "histogram_atomic", "mask_select", "optional_bias",
         "autotune_pre_hook", "autotune_optional_none", "while_loop", "bitcast", "dtype_arg", "views", "block_sums", "device_guard",
-        "mm_then_kernel", "sincos_grad", "column_sum_grad",
+        "mm_then_kernel", "sincos_grad", "column_sum_grad", "tma_device", "fp8_cast",
     }
     twice = registry.load([PLANTED, PLANTED])
     assert set(twice.cases) == set(registry.load([PLANTED]).cases)  # the first of each name is kept

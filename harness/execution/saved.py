@@ -1,0 +1,248 @@
+"""What a compiled path saves, loaded and run in a fresh Python process: the exported program (torch.export.save and
+load), the compile caches (torch.compiler.save_cache_artifacts and load_cache_artifacts) and the precompiled function
+(aot_compile's save_compiled_function and torch.compiler.load_compiled_function).
+
+A serving process imports the library that defines its operators and kernels, then loads what was saved; so does
+the new process here: it imports the case's module as harness.authoring.registry does, builds the cell's style there
+(the operators it registers, the function the precompiled code runs in), and then loads the saved file. Nothing of the
+cell's process is in it: no Dynamo cache, no compiled kernel, no operator but those its imports register. Its compile
+caches are empty folders of its own where the row asks for it (the cache artifacts are then all it has).
+
+What the new process meets loading or running the saved file is the cell's finding, at the stage it names (`load`,
+`compile`, `run`). That it cannot find the case or build its style is the harness's (HarnessFault): the cell's own
+process did both.
+
+The new process is `python -m harness.execution.saved`, one a cell, taking each request's path on stdin; the cell's
+side is `SavedInNewProcess`, one a dtype.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+from typing import Any, Mapping
+
+import torch
+from torch._dynamo.utils import counters
+
+from harness.authoring import registry
+from harness.authoring.case import Case
+from harness.execution import wrapping as wrappings
+from harness.execution.transfer import with_its_strides
+from harness.model.columns import Wrapping
+from harness.model.errors import CaseError, HarnessError, described, first_line
+from harness.model.outcome import HarnessFault, Stage, StageFailure
+from harness.processes import autotune_timing, profiling
+from harness.processes.helper_process import CellProcesses, HelperProcess
+
+LOAD_TIMEOUT_S = 600.0
+
+# What the new process does with the saved file, by task: each is one function of `_LOADERS` below.
+PROGRAM, CACHES, PRECOMPILED = "exported program", "cache artifacts", "precompiled function"
+
+
+class NotServed(HarnessError):
+    """The new process could not find the case in its module or build its style, or died where it only imported
+    what the cell's process had imported."""
+
+
+class SavedRunFailed(HarnessError):
+    """What the new process met loading, compiling or running what was saved: the cell's finding, its first line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """One request to the new process, a JSON file: the case (its name, its module as the registry loads it, the folder
+    its package imports from) and style; the saved file and the task; with `inputs` (a file torch.save wrote), the call
+    to make on `device`, its outputs written to `outputs`. The answer goes to `answer`."""
+
+    case: str
+    case_module: str
+    root: str | None
+    wrapping: str
+    task: str
+    saved: str
+    answer: str
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    inputs: str | None = None
+    outputs: str | None = None
+    device: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class ServingProcess(HelperProcess):
+    """The new process of one cell. `fresh_caches` gives it compile caches of its own, empty: what another machine has."""
+
+    def __init__(self, workdir: str, fresh_caches: bool):
+        env = {**os.environ, "PYTHONPATH": registry.search_path()}
+        if fresh_caches:
+            caches = tempfile.mkdtemp(prefix="saved-caches-", dir=workdir)
+            env.update(TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, "inductor"), TRITON_CACHE_DIR=os.path.join(caches, "triton"))
+        super().__init__([sys.executable, "-m", "harness.execution.saved"], workdir, prefix="saved-", who="the new process",
+                         failure=SavedRunFailed, env=env)
+
+
+class SavedInNewProcess:
+    """The cell's artifact on a row that saves, for one dtype: `load()` has the cell's new process build the style and
+    load the saved file; each call runs it there on the call's inputs. `degradations` holds what a passing call lost
+    silently (cache artifacts the new process did not use)."""
+
+    def __init__(self, case: Case, wrapping: str, task: str, saved: str, workdir: str, processes: CellProcesses,
+                 options: Mapping[str, Any] | None = None):
+        try:
+            where = registry.location(case)
+        except CaseError as exc:
+            raise HarnessFault(Stage.WRAP, NotServed(str(exc))) from exc
+        self.base = dict(case=case.name, case_module=where.module, root=where.root, wrapping=wrapping, task=task, saved=saved,
+                         options=dict(options or {}))
+        self.task, self.workdir, self.processes = task, workdir, processes
+        self.calls = 0
+        self.degradations: list[str] = []
+
+    def load(self) -> None:
+        """The style built and the saved file loaded in the new process; a failure to load it is the cell's, at `load`."""
+        self._ask({})
+
+    def _process(self) -> ServingProcess:
+        process = self.processes.saved
+        if not isinstance(process, ServingProcess) or not process.alive():
+            try:
+                process = self.processes.saved = ServingProcess(self.workdir, fresh_caches=self.task == CACHES)
+            except Exception as exc:  # noqa: BLE001 - starting a Python process is the harness's own work
+                raise HarnessFault(Stage.LOAD, exc) from exc
+        return process
+
+    def _ask(self, fields: dict[str, Any]) -> dict[str, Any]:
+        process = self._process()
+        self.calls += 1
+        name = f"{id(self):x}-{self.calls}"
+        request, answer = (os.path.join(process.dir, f"{name}.{part}") for part in ("request.json", "answer.json"))
+        with open(request, "w") as f:
+            json.dump(Request(**self.base, answer=answer, **fields).to_json(), f)
+        process.send(request)
+        try:
+            process.answer(timeout_s=LOAD_TIMEOUT_S)
+        except SavedRunFailed as exc:  # it died or hung in torch's hands: loading, compiling or running
+            raise StageFailure(Stage.RUN if fields else Stage.LOAD, exc) from exc
+        if not os.path.exists(answer):
+            raise HarnessFault(Stage.LOAD, NotServed(f"the new process said it answered {request} but wrote no {answer}"))
+        with open(answer) as f:
+            report = json.load(f)
+        if report.get("not_served"):
+            raise HarnessFault(Stage.WRAP, NotServed(report["not_served"]))
+        if report.get("error"):
+            raise StageFailure(Stage(report["stage"]), SavedRunFailed(report["error"]))
+        return report
+
+    def __call__(self, *inputs: Any) -> Any:
+        name = f"{id(self):x}-call{self.calls}"
+        sent, received = (os.path.join(self._process().dir, f"{name}.{part}") for part in ("in.pt", "out.pt"))
+        torch.save([with_its_strides(x) if isinstance(x, torch.Tensor) else x for x in inputs], sent)
+        runs_on = next((str(x.device) for x in inputs if isinstance(x, torch.Tensor)), "cpu")
+        report = self._ask({"inputs": sent, "outputs": received, "device": runs_on})
+        outputs, after = torch.load(received, weights_only=False)
+        with torch.no_grad():
+            for x, written in zip(inputs, after):
+                if isinstance(x, torch.Tensor):
+                    x.copy_(written)
+        if report.get("missed"):
+            note = f"the new process compiled anew instead of using the cache artifacts ({report['missed']})"
+            if note not in self.degradations:
+                self.degradations.append(note)
+        device = inputs[0].device if inputs and isinstance(inputs[0], torch.Tensor) else "cpu"
+        outputs = [None if o is None else o.to(device) for o in outputs]
+        return outputs[0] if report.get("single") else outputs
+
+
+# -- the new process ------------------------------------------------------------------------------
+
+
+def _style(request: Request) -> tuple[Case, Any]:
+    """The case, found as the registry finds it, and its style built: NotServed where either cannot be done."""
+    try:
+        case = registry.found(registry.Location(request.case_module, None, request.root), request.case)
+        return case, wrappings.build(case, Wrapping(request.wrapping))
+    except Exception as exc:  # noqa: BLE001 - the cell's own process did both: whatever is raised is the harness's
+        raise NotServed(f"the {request.wrapping} style of case {request.case} cannot be built in the new process: {described(exc)}") from exc
+
+
+def _load_program(request: Request, fn: Any) -> Any:
+    return torch.export.load(request.saved).module()
+
+
+def _load_caches(request: Request, fn: Any) -> Any:
+    with open(request.saved, "rb") as f:
+        torch.compiler.load_cache_artifacts(f.read())
+    return torch.compile(fn, **request.options)
+
+
+def _load_precompiled(request: Request, fn: Any) -> Any:
+    with open(request.saved, "rb") as f:
+        return torch.compiler.load_compiled_function(f, f_globals=fn.__globals__)
+
+
+_LOADERS = {PROGRAM: _load_program, CACHES: _load_caches, PRECOMPILED: _load_precompiled}
+
+
+def _serve(request: Request, held: dict[str, Any]) -> dict[str, Any]:
+    """One request: at the first, the style built and the saved file loaded (`held`); with inputs, one call."""
+    key = json.dumps([request.case, request.case_module, request.wrapping, request.task, request.saved])
+    if key not in held:
+        try:
+            _, fn = _style(request)
+        except NotServed as exc:
+            return {"not_served": str(exc)}
+        counters.clear()
+        try:
+            held[key] = _LOADERS[request.task](request, fn)
+        except Exception as exc:  # noqa: BLE001 - what torch meets loading the saved file is the cell's finding
+            return {"stage": Stage.LOAD.value, "error": f"{type(exc).__name__}: {first_line(exc)}"}
+    if request.inputs is None:
+        return {"loaded": True}
+    inputs = [with_its_strides(x, request.device) if isinstance(x, torch.Tensor) else x for x in torch.load(request.inputs, weights_only=False)]
+    try:
+        out = held[key](*inputs)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001 - the cell's finding: a compile error (cache artifacts) or a run error
+        from harness.execution.execute import compile_stage_exception_types  # the chart's own rule for a call's stage
+
+        stage = Stage.COMPILE if request.task == CACHES and isinstance(exc, compile_stage_exception_types()) else Stage.RUN
+        return {"stage": stage.value, "error": f"{type(exc).__name__}: {first_line(exc)}"}
+    single = not isinstance(out, (list, tuple))
+    outputs = [out] if single else list(out)
+    torch.save(([o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs],
+                [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs]), request.outputs)
+    missed = ""
+    if request.task == CACHES and not counters["inductor"]["fxgraph_cache_hit"]:
+        missed = f"fxgraph_cache_miss {int(counters['inductor']['fxgraph_cache_miss'])}, fxgraph_cache_hit 0"
+    return {"single": single, "missed": missed}
+
+
+def main() -> int:
+    """The new process: a request's path a line on stdin; its answer in the request's answer file, then "done"."""
+    autotune_timing.install()  # as the cell's own process times (before the case's module is imported)
+    held: dict[str, Any] = {}
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")  # what torch, Triton or the case print goes to stderr
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    for line in sys.stdin:
+        with open(line.strip()) as f:
+            request = Request(**json.load(f))
+        try:
+            with profiling.profiled("saved"):
+                answer = _serve(request, held)
+        except Exception as exc:  # noqa: BLE001 - reading the inputs, writing the outputs: the exchange, the harness's
+            answer = {"not_served": f"the new process's exchange with the cell: {described(exc)}"}
+        with open(request.answer, "w") as f:
+            json.dump(answer, f)
+        print("done", file=answers, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
