@@ -141,11 +141,17 @@ def _in_row_context(artifact: Artifact, row: Row) -> Artifact:
         with contextlib.ExitStack() as context:
             if spec.inference_mode:
                 context.enter_context(torch.inference_mode())
-            if spec.dynamo_config:
-                context.enter_context(torch._dynamo.config.patch(**spec.dynamo_config))
+            context.enter_context(dynamo_settings(row))
             return artifact(*inputs)
 
     return call
+
+
+def dynamo_settings(row: Row) -> ContextManager[None]:
+    """The row's Dynamo settings (RowSpec.dynamo_config), those this torch has: a flag a later torch dropped (as it made
+    enable_aot_compile the default) is left out. A setting the row cannot do without is its needs_torch."""
+    config = torch._dynamo.config
+    return config.patch(**{k: v for k, v in (row.spec.dynamo_config or {}).items() if hasattr(config, k)})
 
 
 def _batch_unbacked(artifact: Artifact, batched: tuple[bool, ...]) -> Artifact:
@@ -317,7 +323,7 @@ def precompiled(build: Build) -> Artifact:
     """torch.compile's aot_compile on the example inputs, the compiled function saved (save_compiled_function); a new
     process that imports the case builds the style and loads it (torch.compiler.load_compiled_function) in its globals."""
     options = dict(build.row.spec.compile_options or {})
-    with build.stage(Stage.COMPILE):
+    with build.stage(Stage.COMPILE), dynamo_settings(build.row):
         compiled_function = torch.compile(build.fn, **options).aot_compile((tuple(build.inputs), {}))
     path = os.path.join(build.workdir, f"{build.label}.precompiled")
     with build.stage(Stage.SAVE):

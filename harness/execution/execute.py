@@ -299,7 +299,7 @@ class Execution:
             except _DECIDED as exc:
                 _record(self.result, exc)
         self.result.unchecked += [f"unwritten elements of {what}: allocated unpoisoned, as written (torch.empty_like), since Inductor "
-                                  "cannot compile a filled tensor of that layout" for what in wrappings.take_unpoisoned()]
+                                  "cannot compile its fill" for what in wrappings.take_unpoisoned()]
         if self.result.outcome is Outcome.PASS:
             self.result.degradations = self._degradations(watch)
         self.result.graph_breaks = sum(counters["graph_break"].values())

@@ -275,7 +275,7 @@ def _poison() -> str:
     from harness.execution import wrapping
 
     return _embedded("from torch.fx.experimental.symbolic_shapes import statically_known_true", wrapping._poison_value,
-                     "_unpoisoned: set[str] = set()", wrapping.empty_like, wrapping._unfoldable_fill, wrapping.empty)
+                     "_unpoisoned: set[str] = set()", wrapping.empty_like, wrapping._unfillable, wrapping._unfoldable_fill, wrapping.empty)
 
 
 def _training() -> str:
@@ -725,7 +725,8 @@ def _(*shapes, out_shape=None, **kwargs):
                      folder, "SAVED = os.path.join(folder, 'cache-artifacts')",
                      'with stage("save"):', "    with open(SAVED, 'wb') as f:", "        f.write(torch.compiler.save_cache_artifacts()[0])"]
         else:
-            lines = ['with stage("compile"):',
+            settings = {k: v for k, v in (self.row.spec.dynamo_config or {}).items() if hasattr(torch._dynamo.config, k)}
+            lines = [f'with stage("compile"), torch._dynamo.config.patch(**{settings!r}):',
                      f"    precompiled = torch.compile(program{', ' + options if options else ''}).aot_compile((traced, {{}}))",
                      folder, "SAVED = os.path.join(folder, 'precompiled')",
                      'with stage("save"):', "    precompiled.save_compiled_function(SAVED)"]

@@ -31,7 +31,18 @@ def empty_like(tensor: torch.Tensor, **kwargs: Any) -> torch.Tensor:
     if _unfoldable_fill(tensor, kwargs):
         _unpoisoned.add("an output whose layout its sizes leave undecided (a transposed view's with an unbacked batch)")
         return torch.empty_like(tensor, **kwargs)
+    if _unfillable(kwargs.get("dtype") or tensor.dtype):
+        return torch.empty_like(tensor, **kwargs)
     return torch.full_like(tensor, _poison_value(kwargs.get("dtype") or tensor.dtype), **kwargs)
+
+
+def _unfillable(dtype: torch.dtype) -> bool:
+    """Whether a filled tensor of this dtype fails to compile where the user's torch.empty compiles: Inductor writes a
+    float8 fill as a Triton constant of that type, which Triton cannot make (torch 2.11, Triton 3.6: no get_fp8e4nv)."""
+    if dtype.is_floating_point and dtype.itemsize == 1:
+        _unpoisoned.add(f"a {str(dtype).removeprefix('torch.')} output (Triton has no float8 constant)")
+        return True
+    return False
 
 
 # What this process's allocations left unpoisoned since the last take_unpoisoned(), said in the cell's result.
@@ -73,6 +84,8 @@ def empty(*size: Any, dtype: torch.dtype | None = None, **kwargs: Any) -> torch.
     """As torch.empty: k.empty(n, m), k.empty((n, m)) or k.empty(torch.Size(...))."""
     shape = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)) else size
     dtype = dtype or torch.get_default_dtype()
+    if _unfillable(dtype):
+        return torch.empty(shape, dtype=dtype, **kwargs)
     return torch.full(shape, _poison_value(dtype), dtype=dtype, **kwargs)
 
 

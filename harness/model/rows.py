@@ -107,8 +107,8 @@ class RowSpec:
     replays: int = 0  # after the first call, calls on new values written into the same input buffers, each checked
     needs_cuda: str | None = None  # why the row means nothing without a CUDA device (it is skipped there), else None
     inference_mode: bool = False  # the artifact built and called under torch.inference_mode()
-    # Dynamo's settings the row's program sets (torch._dynamo.config); each dtype's artifact then compiles a function
-    # of its own, since Dynamo counts compiles (recompile_limit) per function.
+    # Dynamo's settings the row's program sets (torch._dynamo.config); on a compile row each dtype's artifact then
+    # compiles a function of its own, since Dynamo counts compiles (recompile_limit) per function.
     dynamo_config: Mapping[str, Any] | None = None
     smallest_batch: int = 1  # the smallest batch (and dynamic dim) its examples draw, on rows whose examples vary the batch
     needs_torch: str | None = None  # the torch API the row calls ("torch.compiler.load_compiled_function"): without it, not in this torch
@@ -217,7 +217,8 @@ class Row(str, enum.Enum):
     PRECOMPILE_FRESH = RowSpec("precompile_fresh", Kind.PRECOMPILE,
                                "torch.compile(dynamic=True, fullgraph=True).aot_compile, saved, loaded and run in a fresh process",
                                **_NEW_PROCESS, timed=False, examples=Examples.BATCH, compile_options=_options(dynamic=True, fullgraph=True),
-                               smallest_batch=2, needs_torch="torch.compiler.load_compiled_function")
+                               dynamo_config=_options(enable_aot_compile=True), smallest_batch=2,
+                               needs_torch="torch.compiler.load_compiled_function")
     # Training without a compiler costs as eager.
     TRAIN_EAGER = RowSpec("train_eager", Kind.TRAIN, "training, eager", timeout_s=600.0, cost=1.0, timed=True,
                       examples=Examples.DRAWN, applies=_has_gradient)
