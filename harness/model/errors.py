@@ -14,16 +14,19 @@ def first_line(exc: BaseException) -> str:
     """The first non-empty line of an exception's message, which is what the chart shows.
 
     Dynamo puts a terse title first, the reason on an `Explanation:` line and the user's own exception
-    on a `Developer debug context:` line; those are kept with it.
+    on a `Developer debug context:` line; those are kept with it. A recompile it refuses (error_on_recompile) names
+    the guard that failed on the line after "triggered by the following guard failure(s):"; that is kept too.
     """
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     if not lines:
         return ""
     parts = [lines[0]]
-    for line in lines[1:]:
+    for previous, line in zip(lines, lines[1:]):
         for prefix in ("Explanation:", "Developer debug context:"):
             if line.startswith(prefix) and line.removeprefix(prefix).strip():
                 parts.append(line.removeprefix(prefix).strip() if prefix.startswith("Developer") else line)
+        if previous.startswith("triggered by the following guard failure"):
+            parts.append(f"guard failed: {line.removeprefix('- ')}")
     return " - ".join(parts)[:500]
 
 

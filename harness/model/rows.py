@@ -202,11 +202,12 @@ class Row(str, enum.Enum):
     COMPILE_INFERENCE_MODE = RowSpec("compile_inference_mode", Kind.COMPILE, "torch.compile(fullgraph=True) under torch.inference_mode()",
                                      **_COMPILE, timed=True, examples=Examples.DRAWN, compile_options=_options(fullgraph=True),
                                      inference_mode=True)
+    # Sizes 0 and 1 are specialised by design (a dynamic size is assumed to be neither): the row draws from 2.
     COMPILE_NO_RECOMPILE = RowSpec("compile_no_recompile", Kind.COMPILE,
-                                   "torch.compile(dynamic=True, fullgraph=True), a new size may not recompile (recompile_limit=1)",
+                                   "torch.compile(dynamic=True, fullgraph=True), a new size may not recompile (error_on_recompile)",
                                    **_COMPILE, timed=False, examples=Examples.BATCH, compile_options=_options(dynamic=True, fullgraph=True),
-                                   dynamo_config=_options(recompile_limit=1, fail_on_recompile_limit_hit=True), smallest_batch=2,
-                                   needs_torch="torch._dynamo.config.fail_on_recompile_limit_hit")
+                                   dynamo_config=_options(error_on_recompile=True), smallest_batch=2,
+                                   needs_torch="torch._dynamo.config.error_on_recompile")
     EXPORT_LOAD_FRESH = RowSpec("export_load_fresh", Kind.EXPORT_LOAD,
                                 "torch.export.save, then load and run in a fresh process that imports the case (non-strict export)",
                                 **_NEW_PROCESS, timed=False, examples=Examples.BATCH, strict=False)
