@@ -33,7 +33,7 @@ from harness.execution import wrapping as wrappings
 from harness.execution.blame import LauncherRaised, case_files, raised_by_case_code, shown
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
-from harness.execution.transfer import with_its_strides
+from harness.execution.transfer import copied
 from harness.model.cell import Cell
 from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, ShippedKind, Wrapping
 from harness.model.errors import CaseError, HarnessError, Mismatch, first_line
@@ -163,8 +163,10 @@ def traces_once(row: Row) -> bool:
 
 
 def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Copies with the inputs' own strides (clone() makes a view with gaps contiguous: the path would get another layout)."""
-    return tuple(with_its_strides(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)
+    """Copies as the user's program has them (harness.execution.transfer.copied): a view is a view of its base, with its
+    strides (clone() makes a view contiguous and no view: the path would get another layout, and Dynamo's guards on the
+    base would recompile it)."""
+    return tuple(copied(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -230,11 +230,6 @@ def check(actual, expected, names, atol, rtol):
         except AssertionError as differs:
             raise Wrong(f"{name} differs from the reference: " + " ".join(str(differs).split())[:300]) from None
 
-
-def clone(inputs):
-    """Copies with the inputs' own strides, as the chart makes them."""
-    return tuple(torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(x) if isinstance(x, torch.Tensor) else x
-                 for x in inputs)
 '''
 
 
@@ -260,6 +255,16 @@ def _stage_of_a_call() -> str:
 def _embedded(*parts: Any) -> str:
     """Harness definitions as source (a string part as it is): the reproducer runs the chart's own code, not a copy."""
     return "\n\n\n".join(part if isinstance(part, str) else inspect.getsource(part).strip() for part in parts)
+
+
+def _copies() -> str:
+    """How the chart copies a cell's inputs (harness.execution.transfer.copied: a view stays a view of its base), as source."""
+    from harness.execution import transfer
+
+    return _embedded("import dataclasses", transfer.with_its_strides, transfer._viewed_base, transfer._dense, transfer.copied,
+                     transfer.SentView, transfer.sent, transfer.received,
+                     'def clone(inputs):\n    """Copies as the chart makes them."""\n'
+                     "    return tuple(copied(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)")
 
 
 def _flatten() -> str:
@@ -369,7 +374,7 @@ class _Body:
 
     def write(self, traced: Example, example: Example, replayed: list[Example]) -> None:
         self.source.add(f'DEVICE = "{self.device}"\ncase = {self.names.case_expr()}\n\n'
-                        + _embedded(_PRELUDE.strip("\n"), _flatten(), _stage_of_a_call()))
+                        + _embedded(_PRELUDE.strip("\n"), _copies(), _flatten(), _stage_of_a_call()))
         self.inputs()
         backward = self.case.backward
         if takes_namespace(self.case.launch) or (backward is not None and backward.kernels and takes_namespace(backward.launch)):
@@ -698,13 +703,13 @@ def _(*shapes, out_shape=None, **kwargs):
                                    "        torch.compiler.load_cache_artifacts(f.read())",
                                    f"    loaded = torch.compile(program{', ' + options if options else ''})"],
             Kind.PRECOMPILE: ["    with open(saved_file, 'rb') as f:",
-                              "        loaded = torch.compiler.load_compiled_function(f, f_globals=program.__globals__)"],
+                              "        loaded = torch.compiler.load_compiled_function(f, f_globals=getattr(program, '__globals__', None))"],
         }[kind]
         return ['if sys.argv[1:2] == ["--load"]:  # the new process that loads what was saved (see `artifact` below)',
                 "    saved_file, inputs_file, outputs_file = sys.argv[2:5]",
                 '    with stage("load"):',
                 *["    " + line for line in load],
-                "    values = torch.load(inputs_file)",
+                "    values = [received(x, DEVICE) for x in torch.load(inputs_file, weights_only=False)]",
                 '    with stage("compile", called=True):' if kind is Kind.CACHE_ARTIFACTS else '    with stage("run"):',
                 "        out = loaded(*values)",
                 "    torch.save((out, values), outputs_file)",
@@ -739,7 +744,7 @@ def _(*shapes, out_shape=None, **kwargs):
             "that imports the case, builds the style and loads the saved file",
             "    call_folder = tempfile.mkdtemp()",
             "    inputs_file, outputs_file = os.path.join(call_folder, 'inputs.pt'), os.path.join(call_folder, 'outputs.pt')",
-            "    torch.save(values, inputs_file)",
+            "    torch.save([sent(x) for x in values], inputs_file)  # a view stays a view (harness.execution.transfer)",
             "    env = {**os.environ, 'TORCHINDUCTOR_CACHE_DIR': os.path.join(call_folder, 'inductor'), "
             "'TRITON_CACHE_DIR': os.path.join(call_folder, 'triton')}" if caches else "    env = None",
             "    done = subprocess.run([sys.executable, __file__, '--load', SAVED, inputs_file, outputs_file], capture_output=True, "
@@ -748,7 +753,7 @@ def _(*shapes, out_shape=None, **kwargs):
             "        print(done.stderr, file=sys.stderr)",
             "        print(done.stdout)",
             "        sys.exit(done.returncode)",
-            "    out, after = torch.load(outputs_file)",
+            "    out, after = torch.load(outputs_file, weights_only=False)",
             "    for value, written in zip(values, after):",
             "        if isinstance(value, torch.Tensor):",
             "            value.copy_(written)",

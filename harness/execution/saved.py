@@ -31,7 +31,7 @@ from torch._dynamo.utils import counters
 from harness.authoring import registry
 from harness.authoring.case import Case
 from harness.execution import wrapping as wrappings
-from harness.execution.transfer import with_its_strides
+from harness.execution import transfer
 from harness.model.columns import Wrapping
 from harness.model.errors import CaseError, HarnessError, described, first_line
 from harness.model.outcome import HarnessFault, Stage, StageFailure
@@ -142,7 +142,7 @@ class SavedInNewProcess:
     def __call__(self, *inputs: Any) -> Any:
         name = f"{id(self):x}-call{self.calls}"
         sent, received = (os.path.join(self._process().dir, f"{name}.{part}") for part in ("in.pt", "out.pt"))
-        torch.save([with_its_strides(x) if isinstance(x, torch.Tensor) else x for x in inputs], sent)
+        torch.save([transfer.sent(x) for x in inputs], sent)
         runs_on = next((str(x.device) for x in inputs if isinstance(x, torch.Tensor)), "cpu")
         report = self._ask({"inputs": sent, "outputs": received, "device": runs_on})
         outputs, after = torch.load(received, weights_only=False)
@@ -182,8 +182,8 @@ def _load_caches(request: Request, fn: Any) -> Any:
 
 
 def _load_precompiled(request: Request, fn: Any) -> Any:
-    with open(request.saved, "rb") as f:
-        return torch.compiler.load_compiled_function(f, f_globals=fn.__globals__)
+    with open(request.saved, "rb") as f:  # a builtin (a control's torch.abs) has no globals: torch's default then
+        return torch.compiler.load_compiled_function(f, f_globals=getattr(fn, "__globals__", None))
 
 
 _LOADERS = {PROGRAM: _load_program, CACHES: _load_caches, PRECOMPILED: _load_precompiled}
@@ -204,7 +204,7 @@ def _serve(request: Request, held: dict[str, Any]) -> dict[str, Any]:
             return {"stage": Stage.LOAD.value, "error": f"{type(exc).__name__}: {first_line(exc)}"}
     if request.inputs is None:
         return {"loaded": True}
-    inputs = [with_its_strides(x, request.device) if isinstance(x, torch.Tensor) else x for x in torch.load(request.inputs, weights_only=False)]
+    inputs = [transfer.received(x, request.device) for x in torch.load(request.inputs, weights_only=False)]
     try:
         out = held[key](*inputs)
         if torch.cuda.is_available():

@@ -53,7 +53,7 @@ from torch._inductor.graph import GraphLowering
 from harness.authoring import registry
 from harness.authoring.case import Case, kernel_function, kernel_name
 from harness.execution import wrapping as wrappings
-from harness.execution.transfer import with_its_strides
+from harness.execution import transfer
 from harness.execution.wrapping import run_as_module
 from harness.model.columns import Wrapping
 from harness.model.errors import CaseError, HarnessError, Mismatch, described, first_line
@@ -342,7 +342,7 @@ class EditedInNewProcess:
         process = self._process()
         name = self._next_name()
         sent, received = (os.path.join(process.dir, f"{name}.{part}") for part in ("in.pt", "out.pt"))
-        torch.save([with_its_strides(x) if isinstance(x, torch.Tensor) else x for x in inputs], sent)
+        torch.save([transfer.sent(x) for x in inputs], sent)
         runs_on = next((str(x.device) for x in inputs if isinstance(x, torch.Tensor)), "cpu")
         self.report = self._ask(process, name, {"inputs": sent, "outputs": received, "device": runs_on}, loading=False)
         outputs, after = torch.load(received, weights_only=False)
@@ -519,7 +519,7 @@ def _serve(request: EditRequest, built: dict[str, Any]) -> dict[str, Any]:
     counters.clear()
     code: list[str] = []
     GraphLowering.save_output_code = code.append  # type: ignore[assignment]
-    inputs = [with_its_strides(x, request.device) if isinstance(x, torch.Tensor) else x for x in torch.load(request.inputs, weights_only=False)]
+    inputs = [transfer.received(x, request.device) for x in torch.load(request.inputs, weights_only=False)]
     out = torch.compile(fn, **request.options)(*inputs)
     if torch.cuda.is_available():
         torch.cuda.synchronize()

@@ -129,7 +129,7 @@ def _stages(*names: str) -> frozenset[Stage]:
     return frozenset(Stage(name) for name in names)
 
 
-_NONSTRICT_ROWS = frozenset({"export_nonstrict", "aoti_nonstrict", "aoti_cpp_nonstrict", "aoti_fresh_nonstrict"})
+_NONSTRICT_ROWS = frozenset({"export_nonstrict", "aoti_nonstrict", "aoti_cpp_nonstrict", "aoti_fresh_nonstrict", "export_load_fresh"})
 # The styles that launch a kernel themselves: raw, raw in an autograd.Function, and a library's op as it ships (a plain
 # launcher or its own autograd.Function, which meets the same failures; a shipped operator's differ in their text).
 _RAW = frozenset({Wrapping.RAW, Wrapping.RAW_AUTOGRAD, Wrapping.SHIPPED})
@@ -270,8 +270,8 @@ ENTRIES: tuple[KnownIssue, ...] = (
         checked=_CHECKED,
         stages=_stages("compile", "export"),
         styles=_RAW,
-        rows=frozenset({"export_strict", "aoti_strict", "aoti_cpp_strict", "compile_unbacked"}),
-        message=r"Constraints violated|Could not guard on data-dependent expression Eq\(Mod\(",
+        rows=frozenset({"export_strict", "aoti_strict", "aoti_cpp_strict", "compile_unbacked", "compile_no_recompile"}),
+        message=r"Constraints violated|Could not guard on data-dependent expression Eq\(Mod\(|^Recompiling function .* guard failed: .* % \d+\) == 0",
         detail=r"% \d+\) == 0|Mod\(u\d+, \d+\)",
         related=("https://github.com/pytorch/pytorch/blob/main/torch/_dynamo/variables/functions.py",
                  "https://github.com/pytorch/pytorch/issues/120198"),
@@ -316,6 +316,82 @@ ENTRIES: tuple[KnownIssue, ...] = (
         styles=_RAW,
         message=r"data_ptr` of class `UntypedStorage`",
         related=("https://github.com/pytorch/pytorch/issues/136271",),
+    ),
+    KnownIssue(
+        key="pytorch/pytorch#139658",
+        link="https://github.com/pytorch/pytorch/pull/139658",
+        title="[inductor] Error on unsupported autotuner configs (a triton.Config or Autotuner with pre_hook or post_hook)",
+        status=Status.BY_DESIGN,
+        affects="torch 2.6 to 2.11 measured: Dynamo refuses the hooks (they run code at each launch, which AOTInductor cannot)",
+        workaround="do the hook's work in the launcher before the launch (out.zero_() for reset_to_zero-like hooks), or keep "
+                   "the launch out of the graph (custom_op)",
+        checked="2026-11-27",
+        stages=_stages("compile", "export", "run"),
+        message=r"pre_hook and post_hook are not supported|RuntimeError when making fake tensor call",
+        detail=r"pre_hook and post_hook are not supported",
+        related=("https://github.com/pytorch/pytorch/issues/139059", "https://github.com/pytorch/pytorch/pull/141040"),
+    ),
+    KnownIssue(
+        key="pytorch/pytorch#177932",
+        link="https://github.com/pytorch/pytorch/pull/177932",
+        title="[dynamo] skip tracing triton/runtime: Triton's driver (triton.runtime.driver.active.get_current_target()) is "
+              "not traced",
+        status=Status.BY_DESIGN,
+        affects="torch 2.11 measured: a launcher that asks Triton's active driver for its target breaks the graph there",
+        workaround="read the target once outside the compiled region (at import) and keep it in a module constant, or ask "
+                   "torch.cuda.get_device_capability(), which Dynamo traces",
+        checked="2026-11-27",
+        stages=_stages("compile", "export"),
+        styles=_RAW,
+        message=r"Attempted to inline function marked as skipped",
+        detail=r"get_current_target",
+        related=("https://github.com/ROCm/aiter/pull/2688",),
+    ),
+    KnownIssue(
+        key="pytorch/pytorch#173553",
+        link="https://github.com/pytorch/pytorch/pull/173553",
+        title="[precompile] Serialize triton kernel side table for bundled AOT artifacts (a JITFunction holds an RLock, "
+              "which pickle refuses)",
+        status=Status.FIX_PROPOSED,
+        affects="torch 2.11 measured: aot_compile of a graph that launches a raw Triton kernel, or holds a host "
+                "TensorDescriptor, cannot be saved",
+        workaround="precompile the kernel inside triton_op or custom_op, whose graph names the operator, not the kernel object",
+        checked="2026-11-27",
+        stages=_stages("compile", "save"),
+        rows=frozenset({"precompile_fresh"}),
+        message=r"cannot pickle '_thread\.RLock' object|Can't pickle local object",
+        related=("https://github.com/pytorch/pytorch/pull/171423",),
+    ),
+    KnownIssue(
+        key="aot_compile and float arguments",
+        link="https://github.com/pytorch/pytorch/blob/main/torch/_dynamo/aot_compile.py",
+        title="torch.compile(...).aot_compile raises Dynamo's internal TensorifyScalarRestartAnalysis on a program with a "
+              "Python float argument (dynamic=True): the restart torch.compile does is not done",
+        status=Status.UNTRACKED,
+        affects="torch 2.11 and 2.13 measured",
+        workaround="pass the float as a 0-d tensor, or precompile with dynamic=False",
+        checked="2026-11-27",
+        stages=_stages("compile"),
+        rows=frozenset({"precompile_fresh"}),
+        message=r"^$",
+        error_type=r"torch\._dynamo\.exc\.TensorifyScalarRestartAnalysis",
+    ),
+    KnownIssue(
+        key="pytorch/pytorch#148052",
+        link="https://github.com/pytorch/pytorch/issues/148052",
+        title="[inductor][user triton] support on-device TMA / tensor descriptor API (global scratch passed as nullptr)",
+        status=Status.OPEN,
+        affects="torch 2.11 measured: an AOTInductor package whose kernel makes tensor descriptors in the kernel runs wrong "
+                "in a fresh process, where no triton.set_allocator was called",
+        workaround="call triton.set_allocator in the serving process before running the package, or make the descriptors on "
+                   "the host",
+        checked="2026-11-27",
+        stages=_stages("run"),
+        outcomes=frozenset({Outcome.WRONG}),
+        styles=frozenset({Wrapping.TRITON_OP}),
+        rows=frozenset({"aoti_fresh_nonstrict"}),
+        message=r"NaN where the reference has a number",
+        related=("https://github.com/pytorch/pytorch/pull/148051",),
     ),
     KnownIssue(
         key="docs: raw kernels have no autograd",

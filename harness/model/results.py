@@ -164,7 +164,13 @@ def _put_back(directory: str, replaced: list[str], kept: dict[str, str]) -> None
 
 
 def dumps(results: Results) -> str:
-    return jsontext.dumps(results.to_json(), indent=1, sort_keys=False) + "\n"
+    """Compact JSON with one cell a line: a chart of thousands of cells stays small enough to travel with the checkout,
+    and a diff of two versions of the file shows the cells that changed, a line each."""
+    data = results.to_json()
+    cells = data.pop("cells")
+    head = jsontext.dumps(data, separators=(",", ":"))[:-1]  # the fields before the cells, their closing brace left off
+    rows = ",\n".join(jsontext.dumps(cell, separators=(",", ":")) for cell in cells)
+    return f'{head},"cells":[\n{rows}\n]}}\n' if cells else f'{head},"cells":[]}}\n'
 
 
 def save(results: Results, path: str) -> None:
