@@ -150,7 +150,8 @@ def _diff(old_path: str, new_path: str, out: str | None) -> int:
     _written(out, diff.render(old_path, old, new_path, new, result), diff.headline(result).replace("**", ""))
     if old.fingerprint.mode != new.fingerprint.mode:
         print(f"warning: comparing a {old.fingerprint.mode} run with a {new.fingerprint.mode} run", file=sys.stderr)
-    return _incomplete([(old_path, old), (new_path, new)]) or (REGRESSED if result.regressed else OK)
+    incomplete = _incomplete([(old_path, old), (new_path, new)])  # said either way; a regression among the compared cells
+    return REGRESSED if result.regressed else incomplete  # is the first news, and neither lets a gate pass
 
 
 def _history(paths: list[str], out: str | None) -> int:
@@ -158,7 +159,8 @@ def _history(paths: list[str], out: str | None) -> int:
     _written(out, text, broke or "nothing broke between neighbours")
     if broke:
         print(broke, file=sys.stderr)
-    return _incomplete([(p, results_file.load(p)) for p in paths]) or (REGRESSED if broke else OK)
+    incomplete = _incomplete([(p, results_file.load(p)) for p in paths])
+    return REGRESSED if broke else incomplete
 
 
 def _incomplete(runs: list[tuple[str, Any]]) -> int:

@@ -19,17 +19,19 @@ from harness.model.outcome import CellResult, Outcome
 from harness.model.settings import DEFAULT_PROFILE, PROFILES
 
 # (mode, profile) -> {row: mean seconds of work of a cell of that row the profile checks}, rounded;
-# `row_seconds` measures them. From reports/gpu/results.json (one H200, the whole matrix in two --shard halves of 20
-# workers each, with the autotune timing budget), reports/cpu/results.json (2 cores, the interpreter) and
+# `row_seconds` measures them. From reports/gpu/results.json (the chart of one H200 in two --shard halves of 20 workers
+# each, with the runs that added the production rows and cases on one H100 and one H200), reports/cpu/results.json (2
+# cores, the interpreter) and
 # reports/evidence/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 6.36, 'aoti_cpp_strict': 16.61, 'aoti_fresh_nonstrict': 4.98, 'aoti_nonstrict': 1.57,
-        'aoti_strict': 8.63, 'compile_cpp_wrapper': 13.95, 'compile_cudagraphs': 3.47, 'compile_default': 3.1,
-        'compile_dynamic': 3.0, 'compile_fullgraph': 3.01, 'compile_max_autotune': 6.56, 'compile_unbacked': 3.01,
-        'cpu_fallback': 0.2, 'eager': 0.25, 'export_nonstrict': 0.38, 'export_strict': 0.81, 'flop_counter': 0.07,
-        'opcheck': 0.23, 'tensor_subclass': 0.35, 'train_compile_default': 4.53, 'train_compile_fullgraph': 5.13,
-        'train_eager': 0.37, 'warm_cache_edit': 9.53,
+        'aoti_cpp_nonstrict': 10.39, 'aoti_cpp_strict': 36.82, 'aoti_fresh_nonstrict': 5.99, 'aoti_nonstrict': 1.28,
+        'aoti_strict': 12.46, 'cache_artifacts_fresh': 17.91, 'compile_cpp_wrapper': 15.42, 'compile_cudagraphs': 5.29,
+        'compile_default': 4.18, 'compile_dynamic': 3.43, 'compile_fullgraph': 3.77, 'compile_inference_mode': 4.99,
+        'compile_max_autotune': 7.15, 'compile_no_recompile': 3.31, 'compile_unbacked': 3.53, 'cpu_fallback': 0.31,
+        'eager': 0.42, 'export_load_fresh': 9.24, 'export_nonstrict': 0.56, 'export_strict': 1.02, 'flop_counter': 0.07,
+        'opcheck': 0.32, 'precompile_fresh': 13.22, 'tensor_subclass': 0.47, 'train_compile_default': 3.94,
+        'train_compile_fullgraph': 4.42, 'train_eager': 0.44, 'warm_cache_edit': 14.97,
     },
     ('interpreter', 'quick'): {
         'aoti_cpp_nonstrict': 0.12, 'aoti_cpp_strict': 0.16, 'aoti_fresh_nonstrict': 0.06, 'aoti_nonstrict': 0.02,
