@@ -30,8 +30,8 @@ from torch._dynamo.utils import counters
 
 from harness.authoring import registry
 from harness.authoring.case import Case
-from harness.execution import wrapping as wrappings
 from harness.execution import transfer
+from harness.execution import wrapping as wrappings
 from harness.model.columns import Wrapping
 from harness.model.errors import CaseError, HarnessError, described, first_line
 from harness.model.outcome import HarnessFault, Stage, StageFailure

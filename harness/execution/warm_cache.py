@@ -52,8 +52,8 @@ from torch._inductor.graph import GraphLowering
 
 from harness.authoring import registry
 from harness.authoring.case import Case, kernel_function, kernel_name
-from harness.execution import wrapping as wrappings
 from harness.execution import transfer
+from harness.execution import wrapping as wrappings
 from harness.execution.wrapping import run_as_module
 from harness.model.columns import Wrapping
 from harness.model.errors import CaseError, HarnessError, Mismatch, described, first_line

@@ -24,7 +24,9 @@ from harness.processes.runner import RUNNER_MODULE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ON_GPU = torch.cuda.is_available()
-SELECTION = "asks_" if ON_GPU else "asks_the_device and control"
+# Without a GPU the rows whose program runs in a second process are left to tests/harness/test_production_rows.py, which
+# checks their reproducers alone: here each would start three processes a cell, for the CI machine's 2 cores.
+SELECTION = "asks_" if ON_GPU else "asks_the_device and control and not (export_load_fresh or cache_artifacts_fresh or precompile_fresh)"
 JOBS = str(max(2, os.cpu_count() or 2))  # the matrix's workers and the reproducers run at once: 2 in CI, 16 on the GPU runner
 # Each program writes down what it sees of its process at every new state (tests/harness/process_state.py), and at
 # the first inputs of each cell, marked BEGINS; then it sets a variable of its own, as a library may.

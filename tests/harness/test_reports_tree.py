@@ -8,7 +8,9 @@ import subprocess
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TREE_LIMIT = 40_000_000  # bytes of tracked files: the GPU runner's copy limit, with room for the next chart
+# bytes of tracked files: the GPU runner copies at most 64 MiB, the tree and what a session carries beside it (wheels, its
+# scripts: under 20 MB). Results files are written a cell a line, timings to the millisecond: the chart of 4760 cells fits.
+TREE_LIMIT = 42_000_000
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 # Pages a run wrote into a part's folder link to a MATRIX.md and matrix.png only the merged chart has.
 WRITTEN_BY_A_PART = re.compile(r"reports/evidence/.*/shard-[^/]*(/|-)SUPPORT\.md$")
@@ -24,7 +26,7 @@ def _tracked() -> list[str]:
     return [p for p in done.stdout.split("\0") if p and os.path.isfile(os.path.join(ROOT, p))]
 
 
-def test_the_tracked_tree_is_at_most_40_mb_so_that_a_gpu_runner_can_take_it():
+def test_the_tracked_tree_is_at_most_42_mb_so_that_a_gpu_runner_can_take_it():
     sizes = {p: os.path.getsize(os.path.join(ROOT, p)) for p in _tracked()}
     largest = sorted(sizes, key=sizes.get, reverse=True)[:5]
     assert sum(sizes.values()) <= TREE_LIMIT, (
