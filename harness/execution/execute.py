@@ -20,8 +20,6 @@ import traceback
 from typing import Any, Callable, Iterator
 
 import torch
-import torch._dynamo.exc as dynamo_exc
-import torch._inductor.exc as inductor_exc
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from torch._dynamo.utils import counters
@@ -31,6 +29,7 @@ from harness.execution import applicability, backward_check, builders, degradati
 from harness.execution import training as train
 from harness.execution import wrapping as wrappings
 from harness.execution.blame import LauncherRaised, case_files, raised_by_case_code, shown
+from harness.execution.call_stage import stage_of_call
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
 from harness.execution.transfer import copied
@@ -50,21 +49,6 @@ WARNINGS_KEPT = 5
 RAN_KEPT = 200  # the inputs a cell that does not pass keeps, in order, for its reproducer (CellResult.ran)
 
 
-def compile_stage_exception_types() -> tuple[type[BaseException], ...]:
-    """Exceptions that mean Dynamo or Inductor could not build the graph, raised on a compiled call."""
-    types: list[type[BaseException]] = [dynamo_exc.TorchDynamoException]
-    for name in ("InductorError", "LoweringException", "CppCompileError", "BackendCompilerFailed"):
-        if hasattr(inductor_exc, name):
-            types.append(getattr(inductor_exc, name))
-    try:
-        from triton.compiler.errors import CompilationError
-
-        types.append(CompilationError)
-    except ImportError:
-        pass
-    return tuple(types)
-
-
 def _pending_device_fault() -> BaseException | None:
     if not torch.cuda.is_available():
         return None
@@ -82,22 +66,8 @@ def _failure(stage: Stage, error: BaseException, called: bool = False) -> StageF
     Inductor or Triton compilation error is a compile failure, whichever stage announced the call."""
     if called:
         error = _pending_device_fault() or error
-        stage = Stage.COMPILE if isinstance(error, compile_stage_exception_types()) or _raised_while_tracing(error) else Stage.RUN
+        stage = stage_of_call(error)
     return StageFailure(stage, error)
-
-
-# Dynamo's frame conversion and symbolic interpreter: on the stack only while Dynamo traces a call, never while
-# compiled code runs. An error they raise unwrapped (an internal AssertionError) is a failure to compile the call.
-_TRACING_FILES = (os.path.join("_dynamo", "convert_frame.py"), os.path.join("_dynamo", "symbolic_convert.py"))
-
-
-def _raised_while_tracing(error: BaseException) -> bool:
-    frame = error.__traceback__
-    while frame is not None:
-        if frame.tb_frame.f_code.co_filename.endswith(_TRACING_FILES):
-            return True
-        frame = frame.tb_next
-    return False
 
 
 def _type_name(error: BaseException) -> str:

@@ -245,11 +245,11 @@ def _rebinding() -> str:
 
 def _stage_of_a_call() -> str:
     """The chart's own rule for the stage at which an artifact's call fails (harness.execution.execute), as source."""
-    from harness.execution import execute  # here, not at the top: execute imports this module's neighbours, not it
+    from harness.execution import call_stage
 
     return _embedded("import torch._dynamo.exc as dynamo_exc\nimport torch._inductor.exc as inductor_exc",
-                     execute.compile_stage_exception_types, f"_TRACING_FILES = {execute._TRACING_FILES!r}",
-                     execute._raised_while_tracing)
+                     call_stage.compile_stage_exception_types, f"_TRACING_FILES = {call_stage._TRACING_FILES!r}",
+                     call_stage._raised_while_tracing)
 
 
 def _embedded(*parts: Any) -> str:
@@ -744,7 +744,7 @@ def _(*shapes, out_shape=None, **kwargs):
             "that imports the case, builds the style and loads the saved file",
             "    call_folder = tempfile.mkdtemp()",
             "    inputs_file, outputs_file = os.path.join(call_folder, 'inputs.pt'), os.path.join(call_folder, 'outputs.pt')",
-            "    torch.save([sent(x) for x in values], inputs_file)  # a view stays a view (harness.execution.transfer)",
+            "    torch.save([sent(x) for x in values], inputs_file)  # a view stays a view of its base",
             "    env = {**os.environ, 'TORCHINDUCTOR_CACHE_DIR': os.path.join(call_folder, 'inductor'), "
             "'TRITON_CACHE_DIR': os.path.join(call_folder, 'triton')}" if caches else "    env = None",
             "    done = subprocess.run([sys.executable, __file__, '--load', SAVED, inputs_file, outputs_file], capture_output=True, "

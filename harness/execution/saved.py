@@ -1,6 +1,8 @@
-"""What a compiled path saves, loaded and run in a fresh Python process: the exported program (torch.export.save and
-load), the compile caches (torch.compiler.save_cache_artifacts and load_cache_artifacts) and the precompiled function
-(aot_compile's save_compiled_function and torch.compiler.load_compiled_function).
+"""What a compiled path saves, loaded and run in a fresh Python process.
+
+The exported program (torch.export.save and load), the compile caches (torch.compiler.save_cache_artifacts and
+load_cache_artifacts) and the precompiled function (aot_compile's save_compiled_function and
+torch.compiler.load_compiled_function).
 
 A serving process imports the library that defines its operators and kernels, then loads what was saved; so does
 the new process here: it imports the case's module as harness.authoring.registry does, builds the cell's style there
@@ -30,7 +32,7 @@ from torch._dynamo.utils import counters
 
 from harness.authoring import registry
 from harness.authoring.case import Case
-from harness.execution import transfer
+from harness.execution import call_stage, transfer
 from harness.execution import wrapping as wrappings
 from harness.model.columns import Wrapping
 from harness.model.errors import CaseError, HarnessError, described, first_line
@@ -210,9 +212,7 @@ def _serve(request: Request, held: dict[str, Any]) -> dict[str, Any]:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the cell's finding: a compile error (cache artifacts) or a run error
-        from harness.execution.execute import compile_stage_exception_types  # the chart's own rule for a call's stage
-
-        stage = Stage.COMPILE if request.task == CACHES and isinstance(exc, compile_stage_exception_types()) else Stage.RUN
+        stage = call_stage.stage_of_call(exc) if request.task == CACHES else Stage.RUN
         return {"stage": stage.value, "error": f"{type(exc).__name__}: {first_line(exc)}"}
     single = not isinstance(out, (list, tuple))
     outputs = [out] if single else list(out)

@@ -1,5 +1,6 @@
-"""Copies of a cell's tensors that keep what the user's program gives the path: a tensor's own strides, and a view's
-being a view of its base. Within the cell's process (`copied`), and across to another process that compiles or loads
+"""Copies of a cell's tensors that keep what the user's program gives the path.
+
+A tensor's own strides, and a view's being a view of its base. Within the cell's process (`copied`), and across to another process that compiles or loads
 a compiled program (`sent` on this side, `received` on that one). An AOTInductor package's runner, which guards on no
 base, is handed plain copies with their strides (`with_its_strides`).
 

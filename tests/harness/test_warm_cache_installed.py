@@ -189,7 +189,7 @@ def test_a_new_process_that_cannot_find_the_case_is_the_harnesss_error_not_the_c
     result = case_not_found
     assert (result.outcome, result.fault, result.stage) == (Outcome.ERROR, "harness", Stage.WRAP), (result.outcome, result.message)
     assert result.error_type == "harness.EditNotLoaded"
-    assert result.message.startswith("case 'fake_library_copy' not found in tcm_fake_library.helpers in the new process: "
+    assert result.message.startswith("case 'fake_library_copy': not found in tcm_fake_library.helpers in the new process: "
                                      "tcm_fake_library.helpers: defines no Case"), result.message
 
 

@@ -180,11 +180,14 @@ def test_every_failing_cell_of_a_committed_chart_is_judged_to_a_known_entry_or_t
 def test_the_gpu_chart_has_only_a_handful_of_failures_no_known_issue_explains():
     cells = judged(results_file.load(os.path.join(ROOT, "reports/gpu/results.json"))).cells
     unexplained = sorted(c.cell.id for c in cells if known_issues.unexplained(c))
-    # Pinned at what the entries explain today: a change in the chart or the entries shows here. The four are triton_op
+    # Pinned at what the entries explain today: a change in the chart or the entries shows here. The six are triton_op
     # training cells under torch.compile found WRONG once Inductor's caches worked as in a new process
-    # (reports/evidence/gpu/invisibility): no upstream issue is known for them yet. (tma_add's triton_op AOTInductor
-    # cells, four of them unexplained before, carry the warning of the package build they share: pytorch#193608.)
-    assert unexplained == ["layernorm-triton_op-train_compile_default", "layernorm-triton_op-train_compile_fullgraph",
+    # (reports/evidence/gpu/invisibility), column_sum_grad's with the same symptom (half its output never written): no
+    # upstream issue is known for them yet; and a precompiled heuristics kernel refusing another size in the fresh process.
+    # (tma_add's triton_op AOTInductor cells carry the warning of the package build they share: pytorch#193608.)
+    assert unexplained == ["column_sum_grad-triton_op-train_compile_default", "column_sum_grad-triton_op-train_compile_fullgraph",
+                           "heuristics_autotune-raw_autograd-precompile_fresh",
+                           "layernorm-triton_op-train_compile_default", "layernorm-triton_op-train_compile_fullgraph",
                            "optional_bias-triton_op-train_compile_default", "optional_bias-triton_op-train_compile_fullgraph"]
 
 
