@@ -263,8 +263,8 @@ def _copies() -> str:
 
     return _embedded("import dataclasses", transfer.with_its_strides, transfer._viewed_base, transfer._dense, transfer.copied,
                      transfer.SentView, transfer.sent, transfer.received,
-                     'def clone(inputs):\n    """Copies as the chart makes them."""\n'
-                     "    return tuple(copied(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)")
+                     'def clone(inputs):\n    """Copies as the chart makes them: their strides, no view."""\n'
+                     "    return tuple(with_its_strides(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)")
 
 
 def _flatten() -> str:

@@ -24,9 +24,10 @@ from harness.processes.runner import RUNNER_MODULE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ON_GPU = torch.cuda.is_available()
-# Without a GPU the rows whose program runs in a second process are left to tests/harness/test_production_rows.py, which
-# checks their reproducers alone: here each would start three processes a cell, for the CI machine's 2 cores.
-SELECTION = "asks_" if ON_GPU else "asks_the_device and control and not (export_load_fresh or cache_artifacts_fresh or precompile_fresh)"
+# Without a GPU the production rows are left to tests/harness/test_production_rows.py, which checks their reproducers
+# alone: here each fresh-process cell would start three processes, for the CI machine's 2 cores.
+SELECTION = "asks_" if ON_GPU else ("asks_the_device and control and not (export_load_fresh or cache_artifacts_fresh or precompile_fresh"
+                                    " or compile_inference_mode or compile_no_recompile)")
 JOBS = str(max(2, os.cpu_count() or 2))  # the matrix's workers and the reproducers run at once: 2 in CI, 16 on the GPU runner
 # Each program writes down what it sees of its process at every new state (tests/harness/process_state.py), and at
 # the first inputs of each cell, marked BEGINS; then it sets a variable of its own, as a library may.
@@ -108,7 +109,7 @@ def test_every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_h
     # The cells compared span every kind of row: each kind's reproducer, against the chart's own verdict. Without a GPU
     # the warm-cache row is left out for every style (no compiled code holds an interpreted kernel).
     kinds = {Row(c["row"]).spec.kind for c in ran}
-    left_to_production_rows = {Kind.EXPORT_LOAD, Kind.CACHE_ARTIFACTS, Kind.PRECOMPILE}  # SELECTION, without a GPU
+    left_to_production_rows = {Kind.EXPORT_LOAD, Kind.CACHE_ARTIFACTS, Kind.PRECOMPILE}  # SELECTION, without a GPU (compile rows stay)
     assert kinds == set(Kind) - (set() if ON_GPU else {Kind.WARM_CACHE, *left_to_production_rows}), sorted(k.value for k in kinds)
 
 
