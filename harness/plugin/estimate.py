@@ -26,10 +26,10 @@ from harness.model.settings import DEFAULT_PROFILE, PROFILES
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
         'aoti_cpp_nonstrict': 10.39, 'aoti_cpp_strict': 36.82, 'aoti_fresh_nonstrict': 5.99, 'aoti_nonstrict': 1.28,
-        'aoti_strict': 12.46, 'cache_artifacts_fresh': 17.91, 'compile_cpp_wrapper': 15.42, 'compile_cudagraphs': 5.29,
-        'compile_default': 4.18, 'compile_dynamic': 3.43, 'compile_fullgraph': 3.77, 'compile_inference_mode': 4.99,
-        'compile_max_autotune': 7.15, 'compile_no_recompile': 3.31, 'compile_unbacked': 3.53, 'cpu_fallback': 0.31,
-        'eager': 0.42, 'export_load_fresh': 9.24, 'export_nonstrict': 0.56, 'export_strict': 1.02, 'flop_counter': 0.07,
+        'aoti_strict': 12.46, 'cache_artifacts_fresh': 17.81, 'compile_cpp_wrapper': 15.52, 'compile_cudagraphs': 5.3,
+        'compile_default': 4.19, 'compile_dynamic': 3.43, 'compile_fullgraph': 3.78, 'compile_inference_mode': 5.01,
+        'compile_max_autotune': 7.18, 'compile_no_recompile': 3.31, 'compile_unbacked': 3.53, 'cpu_fallback': 0.31,
+        'eager': 0.42, 'export_load_fresh': 9.23, 'export_nonstrict': 0.56, 'export_strict': 1.02, 'flop_counter': 0.07,
         'opcheck': 0.32, 'precompile_fresh': 13.22, 'tensor_subclass': 0.47, 'train_compile_default': 3.94,
         'train_compile_fullgraph': 4.42, 'train_eager': 0.44, 'warm_cache_edit': 14.97,
     },
