@@ -32,7 +32,7 @@ from harness.execution.blame import LauncherRaised, case_files, raised_by_case_c
 from harness.execution.call_stage import stage_of_call
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
-from harness.execution.transfer import with_its_strides
+from harness.execution.transfer import copied
 from harness.model.cell import Cell
 from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, ShippedKind, Wrapping
 from harness.model.errors import CaseError, HarnessError, Mismatch, first_line
@@ -133,12 +133,10 @@ def traces_once(row: Row) -> bool:
 
 
 def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Copies with the inputs' own strides (clone() makes a view with gaps contiguous: the path would get another layout).
-    A view's copy is no view: a view of a copy of its base (harness.execution.transfer.copied) met the poisoned
-    allocation's compile failure under an unbacked batch (planted_transposed_output at (1, 2)); until that is resolved,
-    Dynamo's guards on a view's base see a plain tensor here (the rows that forbid recompiles and load precompiled code
-    then meet the harness's copy: the GPU chart leaves those cells of strided and views out)."""
-    return tuple(with_its_strides(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)
+    """Copies with the inputs' own strides (clone() makes a view with gaps contiguous: the path would get another layout),
+    a view the same view of a copy of its base (Dynamo guards on a view's base: a plain copy would recompile, or be
+    refused by precompiled code, where the user's views are not)."""
+    return tuple(copied(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)
 
 
 @dataclasses.dataclass(frozen=True)

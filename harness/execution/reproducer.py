@@ -263,8 +263,8 @@ def _copies() -> str:
 
     return _embedded("import dataclasses", transfer.with_its_strides, transfer._viewed_base, transfer._dense, transfer.copied,
                      transfer.SentView, transfer.sent, transfer.received,
-                     'def clone(inputs):\n    """Copies as the chart makes them: their strides, no view."""\n'
-                     "    return tuple(with_its_strides(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)")
+                     'def clone(inputs):\n    """Copies as the chart makes them: their strides, a view the same view of a copy of its base."""\n'
+                     "    return tuple(copied(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)")
 
 
 def _flatten() -> str:
@@ -280,7 +280,8 @@ def _poison() -> str:
     from harness.execution import wrapping
 
     return _embedded("from torch.fx.experimental.symbolic_shapes import statically_known_true", wrapping._poison_value,
-                     "_unpoisoned: set[str] = set()", wrapping.empty_like, wrapping._unfillable, wrapping._unfoldable_fill, wrapping.empty)
+                     "_unpoisoned: set[str] = set()", wrapping.empty_like, wrapping._unfillable, wrapping._unfoldable_fill,
+                     wrapping._contiguity_undecided, wrapping.empty)
 
 
 def _training() -> str:

@@ -53,23 +53,30 @@ _unpoisoned: set[str] = set()
 def _unfoldable_fill(tensor: torch.Tensor, kwargs: dict[str, Any]) -> bool:
     """Whether a filled tensor of this layout fails to compile where the user's torch.empty_like compiles.
     Inductor's constant folding (constant_fold_uniform_value) asks whether a filled tensor is contiguous; where
-    the sizes leave that undecided (a transposed view's layout with an unbacked batch: contiguous only if the
-    batch is 0 or 1) the question guards on the unbacked size and the whole compile fails (torch 2.11 to 2.13):
-    a failure of the poison, not of the case. Asked without guarding (statically_known_true, which Dynamo
-    traces), so the launcher compiles as it would with the user's allocation: eager tensors and every layout
-    the sizes decide keep their poison."""
+    the sizes leave that undecided (a transposed layout with an unbacked batch: contiguous only if the batch is 0
+    or 1) the question guards on the unbacked size and the whole compile fails (torch 2.11 to 2.13): a failure of
+    the poison, not of the case. Asked without guarding (statically_known_true, which Dynamo traces), so the
+    launcher compiles as it would with the user's allocation: eager tensors and every layout the sizes decide keep
+    their poison."""
     if kwargs.get("memory_format", torch.preserve_format) is not torch.preserve_format:
         return False
+    return _contiguity_undecided(tuple(tensor.shape), tuple(tensor.stride()))
 
+
+def _contiguity_undecided(shape: tuple[Any, ...], strides: tuple[Any, ...]) -> bool:
+    """Whether is_contiguous() of this layout depends on sizes not known yet. Contiguous: no elements, or each dim
+    not of size 1 has the stride of a dense row-major layout. Not contiguous is decided only where a dim is known
+    not to be of size 1 with a stride known wrong, and some size known not 0 (a (u0, 2) layout of strides (1, 1),
+    what a transposed (1, 2) gives under an unbacked batch, is contiguous only for u0 of 0 or 1)."""
     expected: Any = 1  # the stride a dense row-major layout has at this dim
-    for size, stride in reversed(list(zip(tensor.shape, tensor.stride()))):
+    for size, stride in reversed(list(zip(shape, strides))):
         if statically_known_true(size == 1):
             continue  # a dim of size 1 may have any stride
-        if statically_known_true(stride != expected):
-            return False  # decided: not dense
-        if not statically_known_true(stride == expected):
-            return True
-        expected = expected * size
+        if statically_known_true(stride == expected):
+            expected = expected * size
+            continue
+        decided = statically_known_true(size != 1) and statically_known_true(stride != expected)
+        return not decided or not all(statically_known_true(other != 0) for other in shape)
     return False
 
 
