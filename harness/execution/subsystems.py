@@ -32,10 +32,12 @@ def _flop_count(fn: Callable[..., Any], inputs: tuple[Any, ...]) -> int:
 
 def _second_half(x: torch.Tensor) -> torch.Tensor:
     """The TwoTensor's .b: half of a floating tensor, so .a and .b differ; an integer or bool tensor (an index,
-    a mask) as it is, since halving would change its dtype and its meaning. With .a's strides, which TwoTensor asks
-    of both (x * 0.5 of a view with gaps between its rows is contiguous)."""
+    a mask) as it is, since halving would change its dtype and its meaning. With .a's strides and storage offset,
+    which TwoTensor asks of both (x * 0.5 of a view with gaps between its rows is contiguous, and starts at 0)."""
     half = x * 0.5 if x.is_floating_point() else x
-    return torch.empty_strided(x.shape, x.stride(), dtype=half.dtype, device=x.device).copy_(half)
+    extent = x.storage_offset() + (1 + sum((size - 1) * stride for size, stride in zip(x.shape, x.stride())) if x.numel() else 0)
+    storage = torch.empty(extent, dtype=half.dtype, device=x.device)
+    return storage.as_strided(x.shape, x.stride(), x.storage_offset()).copy_(half)
 
 
 def _two_tensors(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
