@@ -128,8 +128,10 @@ class Rerun(Record):
     time: str | None = None
     command: str | None = None
     complete: bool | None = None
+    gpu: str | None = None  # the card it ran on (recorded since runs of one architecture's cards merge)
     cells: list[str] = field(default_factory=list)
     other: dict[str, Any] = field(default_factory=dict)
+    OMITTED_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ("gpu",)
 
 
 @dataclass
@@ -193,9 +195,14 @@ class Fingerprint(Record):
         return specs + [after for before, after in zip(words, words[1:]) if before == "--cases"]
 
     def same_environment(self, other: Fingerprint) -> str | None:
-        """The first fact two runs must share before their cells share one chart and that differs, or None."""
+        """The first fact two runs must share before their cells share one chart and that differs, or None. Of the
+        GPU, its architecture and count: cards of one compute capability (an H100 and an H200) compile and run the
+        same code, and each re-run folded in names its card (Rerun.gpu)."""
         for name in SAME_ENVIRONMENT:
-            if getattr(self, name) != getattr(other, name):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if name == "gpu":
+                mine, theirs = (mine.available, mine.count, mine.capability), (theirs.available, theirs.count, theirs.capability)
+            if mine != theirs:
                 return name
         return None
 

@@ -257,7 +257,7 @@ def merge(runs: list[tuple[str, Results]], rerun: bool = False) -> Results:
 
 def _rerun_record(path: str, run: Results) -> Rerun:
     fp = run.fingerprint
-    return Rerun(file=path, commit=fp.commit, time=fp.time, command=fp.command, complete=run.complete,
+    return Rerun(file=path, commit=fp.commit, time=fp.time, command=fp.command, complete=run.complete, gpu=fp.gpu.name,
                  cells=sorted(c.cell.id for c in run.cells))
 
 

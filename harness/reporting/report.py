@@ -50,7 +50,7 @@ def _environment_lines(results: Results) -> list[str]:
     if fp.autotune_timing:  # recorded since the timing budget; runs before it timed in full
         lines.append(f"- autotuning in the cells: {fp.autotune_timing}")
     for rerun in fp.reruns:
-        lines.append(f"- {len(rerun.cells)} cells re-run on commit {str(rerun.commit)[:12]}, {rerun.time} "
+        lines.append(f"- {len(rerun.cells)} cells re-run on commit {str(rerun.commit)[:12]}{f' on an {rerun.gpu}' if rerun.gpu not in (None, fp.gpu.name) else ''}, {rerun.time} "
                      f"(`{_shortened(str(rerun.command))}`), their results replacing the earlier run's: "
                      "results.json's fingerprint lists them under \"reruns\"")
     skipped: dict[str, set[str]] = defaultdict(set)

@@ -18,7 +18,7 @@ from harness.execution.numerics import assert_close
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import Mismatch, ResultsError
-from harness.model.fingerprint import Fingerprint, GitCommit
+from harness.model.fingerprint import Fingerprint, GitCommit, Gpu
 from harness.model.judging import blame_environment
 from harness.model.messages import CellRequest, Event, EventKind
 from harness.model.outcome import CellResult, InGraph, Outcome, Stage
@@ -267,6 +267,20 @@ def test_report_command_merges_split_runs_of_one_environment(tmp_path, capsys):
         merge([(str(first), load(str(first))), (str(other), load(str(other)))])
     assert cli(["report", str(first), str(first), "--out", str(tmp_path / "out")]) == 2
     assert "already in an earlier file" in capsys.readouterr().err
+
+
+def test_runs_on_cards_of_one_architecture_share_a_chart_and_each_rerun_names_its_card(tmp_path):
+    def on(name, capability, cell):
+        gpu = Gpu(available=True, name=name, count=1, driver="580", memory="1 MiB", capability=capability)
+        path = tmp_path / f"{name}-{cell}.json"
+        save(Results(fingerprint=dataclasses.replace(FINGERPRINT, gpu=gpu), cells=[_result(cell)]), str(path))
+        return str(path), load(str(path))
+
+    h200, h100 = on("NVIDIA H200", "9.0", "add-raw-eager"), on("NVIDIA H100 80GB HBM3", "9.0", "add-raw-eager")
+    merged = merge([h200, h100], rerun=True)
+    assert merged.fingerprint.gpu.name == "NVIDIA H200" and [r.gpu for r in merged.fingerprint.reruns] == ["NVIDIA H100 80GB HBM3"]
+    with pytest.raises(ResultsError, match="different environment.*capability"):  # another architecture compiles other code
+        merge([h200, on("NVIDIA A100", "8.0", "add-raw-eager")], rerun=True)
 
 
 def test_a_rerun_folded_over_a_full_run_replaces_its_cells_and_the_chart_says_which_run_each_came_from(tmp_path):
