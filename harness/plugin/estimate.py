@@ -25,13 +25,13 @@ from harness.model.settings import DEFAULT_PROFILE, PROFILES
 # reports/evidence/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 10.39, 'aoti_cpp_strict': 36.82, 'aoti_fresh_nonstrict': 5.99, 'aoti_nonstrict': 1.28,
-        'aoti_strict': 12.46, 'cache_artifacts_fresh': 17.81, 'compile_cpp_wrapper': 15.52, 'compile_cudagraphs': 5.3,
-        'compile_default': 4.19, 'compile_dynamic': 3.43, 'compile_fullgraph': 3.78, 'compile_inference_mode': 5.01,
-        'compile_max_autotune': 7.18, 'compile_no_recompile': 3.31, 'compile_unbacked': 3.53, 'cpu_fallback': 0.31,
-        'eager': 0.42, 'export_load_fresh': 9.23, 'export_nonstrict': 0.56, 'export_strict': 1.02, 'flop_counter': 0.07,
-        'opcheck': 0.32, 'precompile_fresh': 13.22, 'tensor_subclass': 0.47, 'train_compile_default': 3.94,
-        'train_compile_fullgraph': 4.42, 'train_eager': 0.44, 'warm_cache_edit': 14.97,
+        'aoti_cpp_nonstrict': 10.26, 'aoti_cpp_strict': 37.37, 'aoti_fresh_nonstrict': 6.02, 'aoti_nonstrict': 5.17,
+        'aoti_strict': 11.84, 'cache_artifacts_fresh': 17.91, 'compile_cpp_wrapper': 15.35, 'compile_cudagraphs': 5.43,
+        'compile_default': 4.64, 'compile_dynamic': 4.2, 'compile_fullgraph': 4.27, 'compile_inference_mode': 5.04,
+        'compile_max_autotune': 7.43, 'compile_no_recompile': 3.32, 'compile_unbacked': 3.94, 'cpu_fallback': 0.37, 'eager':
+        0.5, 'export_load_fresh': 9.27, 'export_nonstrict': 0.73, 'export_strict': 1.25, 'flop_counter': 0.05, 'opcheck':
+        0.38, 'precompile_fresh': 13.63, 'tensor_subclass': 0.62, 'train_compile_default': 4.03, 'train_compile_fullgraph':
+        4.51, 'train_eager': 0.41, 'warm_cache_edit': 15.13,
     },
     ('interpreter', 'quick'): {
         'aoti_cpp_nonstrict': 0.13, 'aoti_cpp_strict': 0.19, 'aoti_fresh_nonstrict': 0.06, 'aoti_nonstrict': 0.02,
