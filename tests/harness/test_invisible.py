@@ -4,7 +4,7 @@ fresh `python` that imports the case only in the conditions harness.execution.co
 One matrix run over the planted idioms of tests/harness/planted_invisible.py (libraries asking the device, versions,
 a cached probe, the environment, Triton's target), their make_inputs also writing down what a case's code can see of
 the process (tests/harness/process_state.py); then `repro --check` runs every cell's program alone, each in a fresh
-interpreter. Without a GPU the control column goes down every row (the other columns' traced paths meet Triton's
+interpreter. Without a GPU the control column goes down every kind of row (the other columns' traced paths meet Triton's
 interpreter first); on a GPU every column of both cases.
 """
 
@@ -24,10 +24,13 @@ from harness.processes.runner import RUNNER_MODULE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ON_GPU = torch.cuda.is_available()
-# Without a GPU the production rows are left to tests/harness/test_production_rows.py, which checks their reproducers
-# alone: here each fresh-process cell would start three processes, for the CI machine's 2 cores.
-SELECTION = "asks_" if ON_GPU else ("asks_the_device and control and not (export_load_fresh or cache_artifacts_fresh or precompile_fresh"
-                                    " or compile_inference_mode or compile_no_recompile)")
+# Without a GPU, every kind of row once or twice (its row the asserts below name, and the rows of a mechanism of their
+# own: dynamic shapes, non-strict tracing, the C++ runner, a fresh process), on the CI machine's 2 cores; the production
+# rows are left to tests/harness/test_production_rows.py, which checks their reproducers alone. On a GPU, every row.
+ROWS_WITHOUT_GPU = ("eager", "compile_fullgraph", "compile_dynamic", "compile_cpp_wrapper", "export_strict", "export_nonstrict",
+                    "aoti_nonstrict", "aoti_cpp_nonstrict", "aoti_fresh_nonstrict", "train_eager", "train_compile_fullgraph",
+                    "cpu_fallback", "tensor_subclass")
+SELECTION = "asks_" if ON_GPU else f"asks_the_device and control and ({' or '.join(ROWS_WITHOUT_GPU)})"
 JOBS = str(max(2, os.cpu_count() or 2))  # the matrix's workers and the reproducers run at once: 2 in CI, 16 on the GPU runner
 # Each program writes down what it sees of its process at every new state (tests/harness/process_state.py), and at
 # the first inputs of each cell, marked BEGINS; then it sets a variable of its own, as a library may.
@@ -98,7 +101,7 @@ def test_every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_h
     check, repro = reproduced
     cells = {c["cell"]: c for c in results["cells"]}
     ran = [c for c in cells.values() if c["outcome"] != "skipped"]
-    assert len(ran) >= (100 if ON_GPU else 15), sorted(cells)
+    assert len(ran) >= (100 if ON_GPU else len(ROWS_WITHOUT_GPU)), sorted(cells)
     # What replacing torch.cuda.is_available while Dynamo's modules imported did: Dynamo no longer knew the real one.
     for row in ("compile_fullgraph", "export_strict", "train_compile_fullgraph", "compile_cpp_wrapper"):
         cell = cells[f"asks_the_device-control-{row}"]
@@ -109,7 +112,7 @@ def test_every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_h
     # The cells compared span every kind of row: each kind's reproducer, against the chart's own verdict. Without a GPU
     # the warm-cache row is left out for every style (no compiled code holds an interpreted kernel).
     kinds = {Row(c["row"]).spec.kind for c in ran}
-    left_to_production_rows = {Kind.EXPORT_LOAD, Kind.CACHE_ARTIFACTS, Kind.PRECOMPILE}  # SELECTION, without a GPU (compile rows stay)
+    left_to_production_rows = {Kind.EXPORT_LOAD, Kind.CACHE_ARTIFACTS, Kind.PRECOMPILE}  # ROWS_WITHOUT_GPU
     assert kinds == set(Kind) - (set() if ON_GPU else {Kind.WARM_CACHE, *left_to_production_rows}), sorted(k.value for k in kinds)
 
 
