@@ -34,13 +34,13 @@ MEASURED: dict[tuple[str, str], dict[str, float]] = {
         4.51, 'train_eager': 0.41, 'warm_cache_edit': 15.13,
     },
     ('interpreter', 'quick'): {
-        'aoti_cpp_nonstrict': 0.13, 'aoti_cpp_strict': 0.19, 'aoti_fresh_nonstrict': 0.06, 'aoti_nonstrict': 0.02,
-        'aoti_strict': 3.35, 'cache_artifacts_fresh': 2.6, 'compile_cpp_wrapper': 2.56, 'compile_cudagraphs': 0.0,
-        'compile_default': 0.27, 'compile_dynamic': 0.28, 'compile_fullgraph': 0.33, 'compile_inference_mode': 0.14,
-        'compile_max_autotune': 0.14, 'compile_no_recompile': 0.08, 'compile_unbacked': 0.46, 'cpu_fallback': 0.03,
-        'eager': 0.04, 'export_load_fresh': 0.16, 'export_nonstrict': 0.03, 'export_strict': 0.09, 'flop_counter': 0.0,
-        'opcheck': 0.03, 'precompile_fresh': 0.67, 'tensor_subclass': 0.04, 'train_compile_default': 0.8,
-        'train_compile_fullgraph': 0.51, 'train_eager': 0.04, 'warm_cache_edit': 0.0,
+        'aoti_cpp_nonstrict': 0.18, 'aoti_cpp_strict': 0.27, 'aoti_fresh_nonstrict': 0.1, 'aoti_nonstrict': 0.04,
+        'aoti_strict': 4.45, 'cache_artifacts_fresh': 2.27, 'compile_cpp_wrapper': 3.42, 'compile_cudagraphs': 0.0,
+        'compile_default': 0.46, 'compile_dynamic': 0.47, 'compile_fullgraph': 0.83, 'compile_inference_mode': 0.32,
+        'compile_max_autotune': 0.26, 'compile_no_recompile': 0.14, 'compile_unbacked': 0.63, 'cpu_fallback': 0.04, 'eager':
+        0.07, 'export_load_fresh': 0.26, 'export_nonstrict': 0.06, 'export_strict': 0.17, 'flop_counter': 0.0, 'opcheck':
+        0.05, 'precompile_fresh': 0.76, 'tensor_subclass': 0.07, 'train_compile_default': 1.52, 'train_compile_fullgraph':
+        0.26, 'train_eager': 0.09, 'warm_cache_edit': 0.0,
     },
     ('interpreter', 'matrix'): {
         'aoti_cpp_nonstrict': 0.3, 'aoti_cpp_strict': 3.28, 'aoti_fresh_nonstrict': 2.94, 'aoti_nonstrict': 3.83, 'aoti_strict': 12.39,
