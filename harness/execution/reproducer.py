@@ -890,12 +890,14 @@ def _(*shapes, out_shape=None, **kwargs):
                       "    return [torch.tensor(counted or case.flops(*[tuple(x.shape) for x in values if isinstance(x, torch.Tensor)]))]"]
             return "flops_of_reference", "['the flop count']"
         if row is Row.TENSOR_SUBCLASS:
+            from harness.execution import subsystems
+
             lines += ["",
                       "from torch.testing._internal.two_tensor import TwoTensor",
                       "",
-                      "def half(x):",
-                      "    half = x * 0.5 if x.is_floating_point() else x.clone()",
-                      "    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device).copy_(half)",
+                      *_embedded(subsystems._second_half).splitlines(),  # the chart's own .b: strides and offset alike
+                      "",
+                      "half = _second_half",
                       "",
                       "def artifact(*values):",
                       "    out = program(*(TwoTensor(x, half(x)) if isinstance(x, torch.Tensor) else x for x in values))",
