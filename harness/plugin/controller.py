@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import os
 import shlex
@@ -47,7 +48,7 @@ from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
 from harness.plugin.status import result_of
 from harness.plugin.worker import MatrixWorker
 from harness.processes import autotune_timing, runner_template
-from harness.processes.helper_process import RunnerTemplate, start_zygote, stop_zygote
+from harness.processes.helper_process import RunnerTemplate, python_output, start_zygote, stop_zygote
 from harness.processes.runner import INDUCTOR_CACHE, runner_env, runner_threads
 from harness.reporting import report
 
@@ -206,8 +207,12 @@ class MatrixController:
         if self._this_machine is None:
             read: Future[Fingerprint | None] = Future()
 
+            # Forked from the run's zygote, which imported torch already; its environment chosen here: the thread imports nothing.
+            zygote, env = self.run_zygote(self._workers), self._runners_env(self._workers)
+            start = functools.partial(python_output, timeout=machine.READ_S, zygote_at=zygote) if zygote else None
+
             def reading() -> None:
-                read.set_result(machine.read_in_a_process())
+                read.set_result(machine.read_in_a_process(env, start))
                 self._timeline["machine_read"] = round(time.time() - self.started, 2)
 
             # A daemon thread, not an executor's: a run that ends before it needs the answer (none of its cells

@@ -394,27 +394,41 @@ def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: 
     return _Forked(pid, parent_in, parent_out, status, zygote, binary)
 
 
-def python_status(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
-                  timeout: float | None = None) -> int | None:
-    """Run a Python command (`python -c CODE`, `-m MODULE`, `SCRIPT.py`) in a process forked from this process's zygote
-    and wait for its exit status, what it prints dropped; None where the zygote cannot serve it. Past `timeout` it is
-    killed and subprocess.TimeoutExpired raised, as subprocess.run does."""
+def python_output(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+                  timeout: float | None = None, zygote_at: str | None = None) -> tuple[int, bytes] | None:
+    """Run a Python command (`python -c CODE`, `-m MODULE`, `SCRIPT.py`) in a process forked from this process's zygote,
+    or the one at the socket `zygote_at` (reached on a connection of this call's own, so any thread may ask), and wait
+    for it: its exit status and what it printed; None where the zygote cannot serve it. Past `timeout` it is killed
+    and subprocess.TimeoutExpired raised, as subprocess.run does."""
     folder = tempfile.mkdtemp(prefix="tcm-python-")
+    zygote = Zygote(zygote_at) if zygote_at else None
     try:
-        proc = forked(command, env, folder, os.devnull, cwd=cwd, binary=True)
+        proc = forked(command, env, folder, os.devnull, zygote=zygote, cwd=cwd, binary=True)
         if proc is None:
             return None
         proc.stdin.close()
         deadline = None if timeout is None else time.monotonic() + timeout
+        printed: list[bytes] = []
         while True:  # read what it prints until it ends, so that it never waits on a full pipe
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 proc.kill()
                 raise subprocess.TimeoutExpired(command, timeout or 0.0)
             ready, _, _ = select.select([proc.stdout], [], [], 1.0 if left is None else min(left, 1.0))
-            if ready and not os.read(proc.stdout.fileno(), 1 << 16):
-                break
+            if ready:
+                printed.append(os.read(proc.stdout.fileno(), 1 << 16))
+                if not printed[-1]:
+                    break
         proc.stdout.close()
-        return proc.wait(None if deadline is None else max(deadline - time.monotonic(), 1.0))
+        return proc.wait(None if deadline is None else max(deadline - time.monotonic(), 1.0)), b"".join(printed)
     finally:
+        if zygote is not None:
+            zygote.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def python_status(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+                  timeout: float | None = None) -> int | None:
+    """python_output's exit status alone, what the command prints dropped (vec_isa's probe asks so)."""
+    done = python_output(command, env, cwd, timeout)
+    return None if done is None else done[0]

@@ -16,6 +16,8 @@ from harness.model.fingerprint import Fingerprint
 from harness.model.outcome import CellResult, Memory, Outcome, Timings
 from harness.model.results import Results, load
 from harness.model.rows import Row
+from harness.processes.helper_process import python_output
+from harness.processes.runner import runner_env
 from harness.reporting import figures as speed
 from tests.harness.conftest import PLANTED
 from tests.harness.test_pytest_matrix import ROOT, outcomes, run_matrix
@@ -196,6 +198,8 @@ _PROBE = """
 import json, sys
 from torch._inductor import cpu_vec_isa
 from harness.environment import vec_isa
+from harness.processes.helper_process import python_output
+from harness.processes.runner import runner_env
 
 real, calls = cpu_vec_isa.VecISA.check_build, []
 def counting(isa, code):
@@ -237,14 +241,23 @@ def test_a_matrix_run_records_the_vector_isa_probe_in_its_fingerprint(tmp_path):
     assert found is not None and found["checks"] > 0 and isinstance(found["isas"], list)
 
 
-def test_what_a_process_of_its_own_reads_of_the_machine_is_what_this_process_reads():
+def test_what_a_process_of_its_own_reads_of_the_machine_is_what_this_process_reads(run_zygote, tmp_path):
     """The run reads the machine's facts in a process of its own, beside its first cells (no thread of the controller
-    imports torch's modules while its main thread loads cases): the same facts, the CPU's model among them."""
+    imports torch's modules while its main thread loads cases), forked from the run's zygote where it serves: the same
+    facts, the CPU's model among them."""
     from harness.environment import machine
 
     read = machine.read_in_a_process()
     assert read is not None and read == machine.this_machine()
     assert read.torch and read.cpus and read.compiler.resolved and read.cpu == machine.cpu_model()
+    served = []
+
+    def start(command, env):
+        served.append(python_output(command, env, timeout=machine.READ_S, zygote_at=run_zygote))
+        return served[-1]
+
+    assert machine.read_in_a_process({**os.environ, **runner_env(str(tmp_path))}, start) == read
+    assert served and served[0] is not None  # the zygote forked it: the answer is not subprocess's
 
 
 @pytest.mark.parametrize("workers, worker, collect_only, expected", [
@@ -383,6 +396,8 @@ _FORKED_PROBE = """
 import json, os, sys
 from torch._inductor import cpu_vec_isa
 from harness.environment import vec_isa
+from harness.processes.helper_process import python_output
+from harness.processes.runner import runner_env
 from harness.processes.helper_process import python_status
 
 statuses = []
