@@ -33,13 +33,11 @@ def launch(k, x: torch.Tensor) -> torch.Tensor:
 
 
 def reference(x):
+    # An element is halved while it is at least 0.25, at most MAX_STEPS times, and halving is exact: it takes one step
+    # for each k < MAX_STEPS with |x| >= 0.25 * 2**k (NaN none, inf all). Written as the loop (each step's `where` on
+    # the last), the graph took Inductor's CPU backend 14 s to compile an example; this one compiles as any pointwise op.
     a = x.abs().float()
-    count = torch.zeros_like(a)
-    for _ in range(MAX_STEPS):
-        above = a >= 0.25
-        count += above.float()
-        a = torch.where(above, a * 0.5, a)
-    return count.to(x.dtype)
+    return sum((a >= 0.25 * 2.0**k).float() for k in range(MAX_STEPS)).to(x.dtype)
 
 
 CASE = Case(
