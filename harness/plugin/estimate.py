@@ -25,22 +25,22 @@ from harness.model.settings import DEFAULT_PROFILE, PROFILES
 # reports/evidence/cpu/full-profile-sample/results.json (2 cores, the interpreter, the full profile on 3 cases).
 MEASURED: dict[tuple[str, str], dict[str, float]] = {
     ('gpu', 'matrix'): {
-        'aoti_cpp_nonstrict': 10.26, 'aoti_cpp_strict': 37.37, 'aoti_fresh_nonstrict': 6.02, 'aoti_nonstrict': 5.17,
-        'aoti_strict': 11.84, 'cache_artifacts_fresh': 17.91, 'compile_cpp_wrapper': 15.35, 'compile_cudagraphs': 5.43,
-        'compile_default': 4.64, 'compile_dynamic': 4.2, 'compile_fullgraph': 4.27, 'compile_inference_mode': 5.04,
-        'compile_max_autotune': 7.43, 'compile_no_recompile': 3.32, 'compile_unbacked': 3.94, 'cpu_fallback': 0.37, 'eager':
-        0.5, 'export_load_fresh': 9.27, 'export_nonstrict': 0.73, 'export_strict': 1.25, 'flop_counter': 0.05, 'opcheck':
-        0.38, 'precompile_fresh': 13.63, 'tensor_subclass': 0.62, 'train_compile_default': 4.03, 'train_compile_fullgraph':
-        4.51, 'train_eager': 0.41, 'warm_cache_edit': 15.13,
+        'aoti_cpp_nonstrict': 10.08, 'aoti_cpp_strict': 36.86, 'aoti_fresh_nonstrict': 6.44, 'aoti_nonstrict': 4.75, 'aoti_strict':
+        11.35, 'cache_artifacts_fresh': 17.88, 'compile_cpp_wrapper': 15.07, 'compile_cudagraphs': 5.07, 'compile_default': 4.24,
+        'compile_dynamic': 3.87, 'compile_fullgraph': 3.86, 'compile_inference_mode': 4.76, 'compile_max_autotune': 7.12,
+        'compile_no_recompile': 3.21, 'compile_unbacked': 3.75, 'cpu_fallback': 0.37, 'eager': 0.51, 'export_load_fresh': 9.27,
+        'export_nonstrict': 0.73, 'export_strict': 1.24, 'flop_counter': 0.05, 'opcheck': 0.38, 'precompile_fresh': 13.52,
+        'tensor_subclass': 0.62, 'train_compile_default': 3.75, 'train_compile_fullgraph': 4.16, 'train_eager': 0.41,
+        'warm_cache_edit': 15.02,
     },
     ('interpreter', 'quick'): {
-        'aoti_cpp_nonstrict': 0.18, 'aoti_cpp_strict': 0.27, 'aoti_fresh_nonstrict': 0.1, 'aoti_nonstrict': 0.04,
-        'aoti_strict': 4.45, 'cache_artifacts_fresh': 2.27, 'compile_cpp_wrapper': 3.42, 'compile_cudagraphs': 0.0,
-        'compile_default': 0.46, 'compile_dynamic': 0.47, 'compile_fullgraph': 0.83, 'compile_inference_mode': 0.32,
-        'compile_max_autotune': 0.26, 'compile_no_recompile': 0.14, 'compile_unbacked': 0.63, 'cpu_fallback': 0.04, 'eager':
-        0.07, 'export_load_fresh': 0.26, 'export_nonstrict': 0.06, 'export_strict': 0.17, 'flop_counter': 0.0, 'opcheck':
-        0.05, 'precompile_fresh': 0.76, 'tensor_subclass': 0.07, 'train_compile_default': 1.52, 'train_compile_fullgraph':
-        0.26, 'train_eager': 0.09, 'warm_cache_edit': 0.0,
+        'aoti_cpp_nonstrict': 0.16, 'aoti_cpp_strict': 0.28, 'aoti_fresh_nonstrict': 0.08, 'aoti_nonstrict': 0.04, 'aoti_strict':
+        4.88, 'cache_artifacts_fresh': 3.68, 'compile_cpp_wrapper': 2.34, 'compile_cudagraphs': 0.0, 'compile_default': 0.19,
+        'compile_dynamic': 0.66, 'compile_fullgraph': 0.89, 'compile_inference_mode': 0.24, 'compile_max_autotune': 0.22,
+        'compile_no_recompile': 0.13, 'compile_unbacked': 0.17, 'cpu_fallback': 0.05, 'eager': 0.06, 'export_load_fresh': 0.25,
+        'export_nonstrict': 0.05, 'export_strict': 0.13, 'flop_counter': 0.0, 'opcheck': 0.06, 'precompile_fresh': 0.9,
+        'tensor_subclass': 0.05, 'train_compile_default': 1.86, 'train_compile_fullgraph': 0.27, 'train_eager': 0.06,
+        'warm_cache_edit': 0.01,
     },
     ('interpreter', 'matrix'): {
         'aoti_cpp_nonstrict': 0.3, 'aoti_cpp_strict': 3.28, 'aoti_fresh_nonstrict': 2.94, 'aoti_nonstrict': 3.83, 'aoti_strict': 12.39,
