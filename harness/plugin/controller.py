@@ -32,7 +32,7 @@ from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Fault, Outcome
 from harness.model.results import Results
 from harness.model.settings import PROFILES
-from harness.plugin import estimate
+from harness.plugin import estimate, heap
 from harness.plugin.options import (
     DEFAULT_REPORT_DIR,
     PARTIAL,
@@ -200,6 +200,7 @@ class MatrixController:
             self._prebuild()
             self._say(estimate.announce(self._plan()))
             self._read_this_machine()
+            heap.freeze()  # torch and the cases, imported for the plan, stay to the end
 
     def _read_this_machine(self) -> Future[Fingerprint | None]:
         """Start reading what this machine is (machine.this_machine(): seconds of imports, nvidia-smi, the compilers and

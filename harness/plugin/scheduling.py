@@ -14,7 +14,7 @@ from harness.model.columns import Wrapping
 from harness.model.errors import ResultsError
 from harness.model.results import load
 from harness.model.rows import Row
-from harness.plugin import estimate, shard
+from harness.plugin import estimate, heap, shard
 from harness.plugin.options import SHARD, loaded, profile_name, requested
 
 # Seconds-like units, as a row's cost: the autotuner's cost per config it times, over a cell's examples.
@@ -53,6 +53,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 cell.wrapping is not Wrapping.CONTROL)
 
     items.sort(key=cost)
+    heap.freeze()  # what this process imported and collected stays to its end
     part = config.pluginmanager.get_plugin(SHARD)
     if part is not None:
         part.keep_this_part(items, expected)
