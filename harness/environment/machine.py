@@ -107,7 +107,7 @@ def read_in_a_process(env: dict[str, str] | None = None,
     """this_machine(), read by a Python process of its own in this one's environment or `env` (a thread of this process
     could meet a module half-initialized that the main thread, loading cases, imports at the same moment); None where
     that process fails. `start` runs it where it can, saying its exit status and what it printed (a run forks it from its
-    zygote, which imported torch already: 0.3 s of CPU instead of 4 s), else subprocess does."""
+    zygote, which imported torch already: 0.1 s of CPU instead of 4 s), else subprocess does."""
     command = [sys.executable, "-m", "harness.environment.machine"]
     env = {**(os.environ if env is None else env), "PYTHONPATH": registry.search_path()}  # this harness, not another
     try:

@@ -198,8 +198,6 @@ _PROBE = """
 import json, sys
 from torch._inductor import cpu_vec_isa
 from harness.environment import vec_isa
-from harness.processes.helper_process import python_output
-from harness.processes.runner import runner_env
 
 real, calls = cpu_vec_isa.VecISA.check_build, []
 def counting(isa, code):
@@ -396,8 +394,6 @@ _FORKED_PROBE = """
 import json, os, sys
 from torch._inductor import cpu_vec_isa
 from harness.environment import vec_isa
-from harness.processes.helper_process import python_output
-from harness.processes.runner import runner_env
 from harness.processes.helper_process import python_status
 
 statuses = []
