@@ -139,10 +139,11 @@ class _Forked:
 
     reaped_cpu = 0.0
 
-    def __init__(self, pid: int, stdin: int, stdout: int, status: str, zygote: Zygote, binary: bool = False):
+    def __init__(self, pid: int, stdin: int | None, stdout: int | None, status: str, zygote: Zygote, binary: bool = False):
         self.pid, self.status, self.zygote = pid, status, zygote
-        self.stdin: IO[Any] = os.fdopen(stdin, "wb" if binary else "w")
-        self.stdout: IO[Any] = os.fdopen(stdout, "rb" if binary else "r")
+        # None for a child whose stdin and stdout are not pipes of ours (a zygote's lifeline and log)
+        self.stdin: IO[Any] = os.fdopen(stdin, "wb" if binary else "w") if stdin is not None else None  # type: ignore[assignment]
+        self.stdout: IO[Any] = os.fdopen(stdout, "rb" if binary else "r") if stdout is not None else None  # type: ignore[assignment]
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
@@ -316,12 +317,27 @@ def start_zygote(log: str, path: str | None = None, env: dict[str, str] | None =
     it forks the run's runner template, which serves the runners at its own socket."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     where = [path, *([runners.socket, runners.module, runners.pythonpath, *runners.specs] if runners else [])] if path else []
+    env = without_pytest(os.environ if env is None else env)
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), *where],
-                                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                env=without_pytest(os.environ if env is None else env), start_new_session=True)
+        proc: Any = _zygote_forked(where, env, theirs, out, log) or subprocess.Popen(
+            [sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), *where], pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+            stdout=out, stderr=out, env=env, start_new_session=True)
     theirs.close()
     return proc, ours
+
+
+def _zygote_forked(where: list[str], env: dict[str, str], lifeline: socket.socket, out: IO[bytes], log: str) -> _Forked | None:
+    """A new zygote forked from the one this process was given (ZYGOTE_ENV: a test session's, say), which imported
+    what it would import in the same interpreter and import-time environment (else it refuses, and the caller starts
+    it with subprocess): the lifeline its stdin, its output into its log. None where this process was given none."""
+    given = _THIS.zygote
+    if given.path is None:
+        return None
+    request = ForkRequest(script=ZYGOTE_SCRIPT, args=("0", *where), env=env, cwd=os.getcwd(), stderr=log,
+                          status=os.path.join(os.path.dirname(log), f"zygote-{os.getpid()}-{given.made + 1}{STATUS_SUFFIX}"))
+    given.made += 1
+    pid = given.fork(request, lifeline.fileno(), out.fileno())
+    return None if pid is None else _Forked(pid, None, None, request.status, given)
 
 
 def stop_zygote(proc: subprocess.Popen[bytes], lifeline: socket.socket, kill: bool = False) -> None:

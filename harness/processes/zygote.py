@@ -18,6 +18,11 @@ its end of the lifeline (or dies). Where it cannot serve (it died, fork is refus
 driver, or the request's environment differs from its own in what torch's and triton's imports read: IMPORT_TIME_ENV)
 it answers so, and the caller starts the process with subprocess.
 
+A process given a zygote (ZYGOTE_ENV: the test suite gives its matrix runs its own) forks its run's zygote from that
+one rather than starting it: the same imports, made once. The given zygote forks it only where the two environments
+agree in everything but READ_WHEN_USED and the harness's own variables (torch's modules read more as they import
+than IMPORT_TIME_ENV names), and only for its own interpreter; else the run's zygote is started with subprocess.
+
 A run's zygote also forks its runner template (harness.processes.runner_template) where asked: a child that goes on
 to import what a runner process imports before its first cell, and forks the run's runners from a socket of its own.
 
@@ -57,6 +62,7 @@ IMPORT_TIME_ENV = ("TORCH", "PYTORCH", "TRITON", "OMP_", "MKL_", "KMP_", "CUDA_"
 # CUDA_MODULE_LOADING as it initializes CUDA, Inductor CUDA_HOME and Triton's tools' paths as it compiles), read
 # after that, where they are used, as in the child.
 READ_WHEN_USED = ("CUDA_VISIBLE_DEVICES", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
+HARNESS_ENV_PREFIX = "TCM_"  # the harness's own variables (harness.execution.conditions), which no library reads
 FORKED_ENV = "TCM_FORKED_BY"  # in a child's environment: the zygote's pid (a runner says so in its log)
 # Set in a zygote's environment by a caller that has not imported torch: the zygote adds interpreter_env's part itself,
 # once it has imported torch, so that the run's processes start before the run's controller imports torch.
@@ -80,6 +86,7 @@ class ForkRequest:
     script: str | None = None
     safe_path: bool = False  # python -P: neither the script's folder nor the working directory goes on sys.path
     set_while_running: tuple[str, ...] = ()
+    executable: str = sys.executable  # the asking process's interpreter: a zygote stands only for its own
 
     @classmethod
     def of_command(cls, command: list[str], **where: Any) -> ForkRequest | None:
@@ -134,11 +141,36 @@ def _imported_with(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_ENV) and k not in READ_WHEN_USED}
 
 
+def _decided(env: dict[str, str]) -> dict[str, str] | None:
+    """`env` with what its DECIDE_ENV leaves to the zygote decided as this one decided it (on the GPUs it saw, through
+    the same CUDA_VISIBLE_DEVICES), or None where this zygote cannot decide it for that environment."""
+    if DECIDE_ENV not in env:
+        return env
+    if _GPUS_SEEN is None or env.get("CUDA_VISIBLE_DEVICES") != os.environ.get("CUDA_VISIBLE_DEVICES"):
+        return None
+    return {**{k: v for k, v in env.items() if k != DECIDE_ENV}, **interpreter_env(_GPUS_SEEN > 0)}
+
+
 def _refusal(request: ForkRequest) -> str | None:
     """Why this zygote cannot stand for the process the request asks for, or None."""
-    ours, theirs = _imported_with(dict(os.environ)), _imported_with(request.env)
+    if request.executable != sys.executable:
+        return f"it runs {sys.executable}, not {request.executable}"
+    decided = _decided(request.env)
+    if decided is None:
+        return "the request leaves the device to its zygote, and this one saw other devices"
+    if request.script is not None and os.path.abspath(request.script) == os.path.abspath(__file__):
+        ours, theirs = _all_but_harness(dict(os.environ)), _all_but_harness(decided)
+    else:
+        ours, theirs = _imported_with(dict(os.environ)), _imported_with(decided)
     differ = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k) and k not in request.set_while_running)
     return f"its environment differs in {', '.join(differ)}, read when torch and triton were imported" if differ else None
+
+
+def _all_but_harness(env: dict[str, str]) -> dict[str, str]:
+    """What a zygote asked to fork another zygote compares: the whole environment but READ_WHEN_USED and the harness's own
+    variables. The new zygote stands for every process of a run, and torch's modules read more as they import than
+    IMPORT_TIME_ENV names (Inductor its compiler from CXX, AOTInductor's build flags, ...)."""
+    return {k: v for k, v in env.items() if k not in READ_WHEN_USED and not k.startswith(HARNESS_ENV_PREFIX)}
 
 
 def _reap(children: dict[int, str]) -> None:
@@ -152,9 +184,12 @@ def _reap(children: dict[int, str]) -> None:
             return
         path = children.pop(pid, None)
         if path is not None:
-            with open(path + ".part", "w") as f:
-                f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime}")
-            os.replace(path + ".part", path)
+            try:
+                with open(path + ".part", "w") as f:
+                    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime}")
+                os.replace(path + ".part", path)
+            except OSError:  # its caller's folder is gone (a run that ended first): no one is left to read it
+                pass
 
 
 def _child(request: ForkRequest, fds: list[int], sockets: list[socket.socket], base_path: list[str], in_child: Callable[[], None] | None) -> None:
@@ -252,6 +287,7 @@ def gpus_torch_sees() -> int:
     return int(answer or 0)
 
 
+_GPUS_SEEN: int | None = None  # what gpus_torch_sees answered this zygote (main)
 NVML_CHECK_ENV = "PYTORCH_NVML_BASED_CUDA_CHECK"  # torch's own switch for a device check that does not poison fork
 
 
@@ -304,11 +340,23 @@ def _listening(path: str) -> socket.socket:
     return sock
 
 
+def _lifeline_fd(fd: int) -> int:
+    """The lifeline's descriptor, moved off stdin where this zygote was forked with it as its stdin (by another zygote,
+    helper_process.start_zygote): stdin becomes /dev/null, as a zygote started with subprocess has it, so that no
+    descriptor a child receives is ever numbered 0 and closed as it is put there."""
+    if fd != 0:
+        return fd
+    moved, devnull = os.dup(0), os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return moved
+
+
 def main(argv: list[str]) -> int:
     """LIFELINE_FD [SOCKET_PATH [RUNNERS_SOCKET_PATH TEMPLATE_MODULE RUNNERS_PYTHONPATH CASE_SPEC...]]: serve on the
     lifeline (and the socket); with a runners' socket, fork a runner template (TEMPLATE_MODULE's main(), as
     harness.processes.runner_template has it) that serves there once its imports are done."""
-    lifeline = socket.socket(fileno=int(argv[0]))
+    lifeline = socket.socket(fileno=_lifeline_fd(int(argv[0])))
     # Bound before the imports: the run's workers connect at once and wait for the greeting.
     listening = [_listening(argv[1])] if len(argv) > 1 else []
     runners = _listening(argv[2]) if len(argv) > 2 else None
@@ -317,7 +365,8 @@ def main(argv: list[str]) -> int:
     del sys.path[0]
     ours = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     base_path = [p for p in sys.path if p not in ours]
-    gpus = gpus_torch_sees()  # torch imported, Triton not yet
+    global _GPUS_SEEN
+    gpus = _GPUS_SEEN = gpus_torch_sees()  # torch imported, Triton not yet
     if os.environ.pop(DECIDE_ENV, None):  # before Triton's import, which reads it
         os.environ.update(interpreter_env(gpus > 0))
     with gpus_known(gpus):

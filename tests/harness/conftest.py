@@ -9,7 +9,7 @@ from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.rows import Row
 from harness.model.settings import DEFAULT_PROFILE, PROFILES, Settings
-from harness.processes.helper_process import start_zygote, stop_zygote
+from harness.processes.helper_process import ZYGOTE_ENV, start_zygote, stop_zygote
 from harness.processes.runner import Runner, runner_env
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted.py")
@@ -24,6 +24,17 @@ def run_zygote():
     yield os.path.join(folder, "zygote.sock")
     stop_zygote(proc, lifeline)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def matrix_runs_fork_their_zygotes(run_zygote):
+    """The matrix runs these tests start fork their zygotes from this process's (ZYGOTE_ENV, which they inherit): its
+    imports, the same in the same environment, are paid once a test process instead of once a run. Where a run's
+    import-time environment differs (OMP_NUM_THREADS with workers, say) that zygote refuses and the run starts its own,
+    as a user's run does; tests/harness/test_invisible.py's audit runs as a user's does."""
+    os.environ[ZYGOTE_ENV] = run_zygote
+    yield
+    os.environ.pop(ZYGOTE_ENV, None)
 
 
 def runner_of(case_file, zygote=None):

@@ -19,7 +19,7 @@ import torch
 
 from harness.execution import baseline, conditions
 from harness.model.rows import Kind, Row
-from harness.processes.helper_process import without_pytest
+from harness.processes.helper_process import ZYGOTE_ENV, without_pytest
 from harness.processes.runner import RUNNER_MODULE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -76,7 +76,8 @@ def idioms(tmp_path_factory):
     seen.mkdir()
     cases = folder / "seeing_cases.py"
     cases.write_text(textwrap.dedent(SEEING_CASES.format(seen=str(seen), begins=BEGINS, set_by_the_case=SET_BY_THE_CASE)))
-    env = {**without_pytest(os.environ), "PYTHONPATH": ROOT}
+    # As a user's run: without the test process's zygote (tests/harness/conftest.py), the run starts its own.
+    env = {k: v for k, v in without_pytest(os.environ).items() if k != ZYGOTE_ENV} | {"PYTHONPATH": ROOT}
     run = subprocess.run([sys.executable, "-m", "harness", "run", "-n", JOBS, "-q", "-p", "no:cacheprovider", f"--cases={cases}",
                           f"--report-dir={folder / 'reports'}", "-k", SELECTION],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)

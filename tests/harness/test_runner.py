@@ -2,6 +2,7 @@
 and message, and the next cell still runs."""
 
 import contextlib
+import json
 import math
 import os
 import select
@@ -18,9 +19,11 @@ from harness.authoring import registry
 from harness.environment import machine, probe
 from harness.model.outcome import Fault, InGraph, Outcome, Stage
 from harness.processes import runner_template
-from harness.processes.helper_process import RunnerTemplate, _Forked, start_zygote, stop_zygote
+from harness.processes.helper_process import ZYGOTE_ENV, RunnerTemplate, _Forked, start_zygote, stop_zygote
 from harness.processes.runner import INDUCTOR_CACHE, RUNNER_MODULE, Runner, runner_env
 from tests.harness.conftest import PLANTED
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PLANTED_BLAME = os.path.join(os.path.dirname(__file__), "planted_blame.py")
 
@@ -281,6 +284,39 @@ def test_a_runner_whose_environment_the_zygote_was_not_imported_with_is_started_
         shutil.rmtree(workdir, ignore_errors=True)
     assert result.outcome is Outcome.PASS
     assert "runner ready: " in log  # not forked
+
+
+_ZYGOTE_GIVEN = """
+import json, os, sys
+from harness.processes.helper_process import python_output, start_zygote, stop_zygote
+from harness.processes.runner import runner_env
+
+folder, extra = sys.argv[1], json.loads(sys.argv[2])
+env = {**os.environ, **runner_env(folder), **extra}
+proc, lifeline = start_zygote(os.path.join(folder, "zygote.log"), os.path.join(folder, "zygote.sock"), env)
+served = python_output([sys.executable, "-c", "import torch, os; print(os.environ['TCM_FORKED_BY'])"], env,
+                       zygote_at=os.path.join(folder, "zygote.sock"))
+print(json.dumps({"zygote": type(proc).__name__, "pid": proc.pid, "served": served and [served[0], served[1].decode().strip()]}))
+stop_zygote(proc, lifeline)
+"""
+
+
+def test_a_zygote_started_in_a_process_given_one_is_forked_from_it_only_where_their_environments_agree(run_zygote, tmp_path):
+    """A test process's matrix runs fork their zygotes from its own (tests/harness/conftest.py): the new zygote serves
+    as one started with subprocess does. One whose environment differs in anything torch's imports may read (CXX,
+    which Inductor's config reads as it imports, though IMPORT_TIME_ENV does not name it) is started with subprocess."""
+    def start(name, extra):
+        folder = tmp_path / name
+        folder.mkdir()
+        done = subprocess.run([sys.executable, "-c", _ZYGOTE_GIVEN, str(folder), json.dumps(extra)], cwd=ROOT,
+                              env={**os.environ, ZYGOTE_ENV: run_zygote}, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.splitlines()[-1])
+
+    same = start("same", {})
+    assert same["zygote"] == "_Forked" and same["served"] == [0, str(same["pid"])], same  # it forked the child itself
+    other = start("other", {"CXX": "/bin/false"})
+    assert other["zygote"] == "Popen" and other["served"] == [0, str(other["pid"])], other
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ from harness.model.fingerprint import Fingerprint
 from harness.model.outcome import CellResult, Memory, Outcome, Timings
 from harness.model.results import Results, load
 from harness.model.rows import Row
-from harness.processes.helper_process import python_output
+from harness.processes.helper_process import ZYGOTE_ENV, python_output
 from harness.processes.runner import runner_env
 from harness.reporting import figures as speed
 from tests.harness.conftest import PLANTED
@@ -413,7 +413,7 @@ print(json.dumps({"statuses": statuses, "isas": [[str(i), i.build_arch_flags()] 
 def test_the_vector_isa_probes_python_processes_forked_from_the_zygote_give_subprocesss_answers(tmp_path):
     """Each check of the probe loads its library in a new Python process: forked from the zygote (torch imported), the
     same code gives the same ISAs and flags as the processes Inductor starts with subprocess."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", ZYGOTE_ENV)}  # the process's own zygote
 
     def probe(script, name):
         out = subprocess.run([sys.executable, "-c", script, str(tmp_path / name)], cwd=ROOT,
