@@ -1,4 +1,5 @@
 import dataclasses
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -27,12 +28,16 @@ def run_zygote():
 
 
 @pytest.fixture(scope="session", autouse=True)
-def matrix_runs_fork_their_zygotes(run_zygote):
+def matrix_runs_fork_their_zygotes(request):
     """The matrix runs these tests start fork their zygotes from this process's (ZYGOTE_ENV, which they inherit): its
     imports, the same in the same environment, are paid once a test process instead of once a run. Where a run's
     import-time environment differs (OMP_NUM_THREADS with workers, say) that zygote refuses and the run starts its own,
-    as a user's run does; tests/harness/test_invisible.py's audit runs as a user's does."""
-    os.environ[ZYGOTE_ENV] = run_zygote
+    as a user's run does; tests/harness/test_invisible.py's audit runs as a user's does. Not where torch is missing (the
+    torch-free venv's tests run no matrix)."""
+    if importlib.util.find_spec("torch") is None:
+        yield
+        return
+    os.environ[ZYGOTE_ENV] = request.getfixturevalue("run_zygote")
     yield
     os.environ.pop(ZYGOTE_ENV, None)
 
