@@ -245,7 +245,8 @@ def aoti_python(build: Build) -> Artifact:
 def aoti_cpp(build: Build) -> Artifact:
     with build.stage(Stage.CPP_BUILD):  # first: without a runner, building the package would be wasted
         shared = build.shared
-        runner = cpp_runtime.executable(shared.caches, shared.packages) if shared else cpp_runtime.executable(build.workdir, build.workdir)
+        run_dir = shared.packages if shared else build.workdir
+        runner = cpp_runtime.executable(cpp_runtime.built_runners(shared.caches if shared else build.workdir), run_dir)
     package = _package(build)
     with build.stage(Stage.AOT_LOAD):
         device = next(str(x.device) for x in build.inputs if isinstance(x, torch.Tensor))

@@ -41,8 +41,35 @@ def _compiler() -> tuple[str, str]:
     return found.path or found.resolved or "c++", found.version or "unknown"
 
 
+def built_runners(fallback: str) -> str:
+    """Where runners are built and kept: the user's cache folder (XDG_CACHE_HOME, else ~/.cache), shared by every run
+    and reproducer on this machine, or `fallback` (the run's caches) where that folder cannot be written. The runner is
+    the harness's own program, not a compile the chart checks: a runner of the same key (torch's build and library,
+    the compiler, the source) is the same program, so a fresh run need not build it again (25 s of CPU on the CI
+    machine, as long as the AOTInductor cells that wait for it)."""
+    home = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "triton-compat-matrix")
+    try:
+        os.makedirs(home, exist_ok=True)
+    except OSError:
+        return fallback
+    return home if os.access(home, os.W_OK) else fallback
+
+
+def _libtorch() -> str:
+    """The library the runner links, as installed: its path, size and time (another build of one torch version differs)."""
+    lib = os.path.join(os.path.dirname(os.path.abspath(torch.__file__)), "lib")
+    found = []
+    for name in ("libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so", "libc10.so"):
+        try:
+            stat = os.stat(os.path.join(lib, name))
+        except OSError:
+            continue
+        found.append(f"{name} {stat.st_size} {stat.st_mtime_ns}")
+    return f"{lib}: {'; '.join(found)}"
+
+
 def _key(compiler: str, version: str) -> str:
-    digest = hashlib.sha256(f"{torch.__version__}\n{compiler}\n{version}\n".encode())
+    digest = hashlib.sha256(f"{torch.__version__}\n{torch.version.git_version}\n{_libtorch()}\n{compiler}\n{version}\n".encode())
     for name in sorted(os.listdir(SOURCE_DIR)):
         with open(os.path.join(SOURCE_DIR, name), "rb") as f:
             digest.update(name.encode() + f.read())
@@ -70,8 +97,8 @@ def first_error_line(output: str) -> str:
 
 
 def executable(cache_dir: str, run_dir: str) -> str:
-    """The runner, built once per torch version, compiler and source under `cache_dir` (the first process
-    to need it builds it while the others wait). A failed build is recorded in `run_dir`, this run's own,
+    """The runner, built once per torch build, compiler and source under `cache_dir` (built_runners: the first
+    process to need it builds it while the others wait). A failed build is recorded in `run_dir`, this run's own,
     so it is tried once a run: a later run (after installing CMake, say) tries again."""
     compiler, version = _compiler()
     key = _key(compiler, version)

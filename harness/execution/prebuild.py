@@ -83,7 +83,7 @@ def _cpp_wrapper_header(caches: str, packages: str, workdir: str) -> None:
 def _cpp_runner(caches: str, packages: str, workdir: str) -> None:
     from harness.execution import cpp_runtime
 
-    cpp_runtime.executable(caches, packages)  # where and how the cells' builds ask for it (harness.execution.builders)
+    cpp_runtime.executable(cpp_runtime.built_runners(caches), packages)  # where and how the cells' builds ask for it (harness.execution.builders)
 
 
 AOTI_HEADER = Prebuild("aoti_header", "Inductor's precompiled header for AOTInductor's C++ (and its vector-ISA probe)", _aoti_header)

@@ -32,6 +32,21 @@ def test_a_failed_build_is_named_by_its_first_error_and_tried_once_a_run(tmp_pat
     assert len(tried) == 1  # it tried again
 
 
+def test_the_runner_is_kept_in_the_users_cache_folder_and_in_the_runs_caches_where_that_folder_cannot_be_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert cpp_runtime.built_runners("run-caches") == str(tmp_path / "cache" / "triton-compat-matrix")
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))  # no folder can be made under it
+    assert cpp_runtime.built_runners("run-caches") == "run-caches"
+
+
+def test_a_runner_of_another_torch_build_compiler_or_source_has_another_key(monkeypatch):
+    key = cpp_runtime._key("/usr/bin/g++", "g++ 13")
+    assert cpp_runtime._key("/usr/bin/g++", "g++ 14") != key and cpp_runtime._key("/usr/bin/clang++", "g++ 13") != key
+    monkeypatch.setattr(cpp_runtime, "_libtorch", lambda: "another libtorch of the same version")
+    assert cpp_runtime._key("/usr/bin/g++", "g++ 13") != key
+
+
 def test_first_error_line_takes_cmakes_reason_from_the_next_line():
     output = "-- configuring\nCMake Error at CMakeLists.txt:3 (project):\n  No CMAKE_CXX_COMPILER could be found.\n"
     assert cpp_runtime.first_error_line(output) == "CMake Error at CMakeLists.txt:3 (project): No CMAKE_CXX_COMPILER could be found."
