@@ -411,15 +411,15 @@ def forked(command: list[str], env: dict[str, str] | None, folder: str, stderr: 
 
 
 def python_output(command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
-                  timeout: float | None = None, zygote_at: str | None = None) -> tuple[int, bytes] | None:
+                  timeout: float | None = None, zygote_at: str | None = None, stderr: str = os.devnull) -> tuple[int, bytes] | None:
     """Run a Python command (`python -c CODE`, `-m MODULE`, `SCRIPT.py`) in a process forked from this process's zygote,
     or the one at the socket `zygote_at` (reached on a connection of this call's own, so any thread may ask), and wait
-    for it: its exit status and what it printed; None where the zygote cannot serve it. Past `timeout` it is killed
-    and subprocess.TimeoutExpired raised, as subprocess.run does."""
+    for it: its exit status and what it printed (its stderr into the file `stderr`); None where the zygote cannot serve
+    it. Past `timeout` it is killed and subprocess.TimeoutExpired raised, as subprocess.run does."""
     folder = tempfile.mkdtemp(prefix="tcm-python-")
     zygote = Zygote(zygote_at) if zygote_at else None
     try:
-        proc = forked(command, env, folder, os.devnull, zygote=zygote, cwd=cwd, binary=True)
+        proc = forked(command, env, folder, stderr, zygote=zygote, cwd=cwd, binary=True)
         if proc is None:
             return None
         proc.stdin.close()

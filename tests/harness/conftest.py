@@ -2,7 +2,11 @@ import dataclasses
 import importlib.util
 import os
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
+import threading
 
 import pytest
 
@@ -10,10 +14,11 @@ from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.rows import Row
 from harness.model.settings import DEFAULT_PROFILE, PROFILES, Settings
-from harness.processes.helper_process import ZYGOTE_ENV, start_zygote, stop_zygote
+from harness.processes.helper_process import ZYGOTE_ENV, ZYGOTE_SCRIPT, python_output, start_zygote, stop_zygote, without_pytest
 from harness.processes.runner import Runner, runner_env
 
 PLANTED = os.path.join(os.path.dirname(__file__), "planted.py")
+COMMAND_TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "command_template.py")
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +45,64 @@ def matrix_runs_fork_their_zygotes(request):
     os.environ[ZYGOTE_ENV] = request.getfixturevalue("run_zygote")
     yield
     os.environ.pop(ZYGOTE_ENV, None)
+
+
+class _CommandTemplate:
+    """This test process's command template (tests/harness/command_template.py): started at the first command, in this
+    process's environment then; stopped as the session ends."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.folder = self.proc = self.lifeline = None
+
+    def socket(self):
+        """The template's socket, or None where this machine has no torch (the torch-free venv's tests run no matrix)."""
+        if importlib.util.find_spec("torch") is None:
+            return None
+        with self.lock:
+            if self.proc is None:
+                self.folder = tempfile.mkdtemp(prefix="tcm-commands-")
+                ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                with open(os.path.join(self.folder, "template.log"), "ab") as log:
+                    self.proc = subprocess.Popen(
+                        [sys.executable, COMMAND_TEMPLATE, ZYGOTE_SCRIPT, str(theirs.fileno()), os.path.join(self.folder, "template.sock")],
+                        pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=without_pytest(os.environ),
+                        start_new_session=True)
+                theirs.close()
+                self.lifeline = ours
+            if self.proc.poll() is not None:  # it could not serve: see its log
+                return None
+            return os.path.join(self.folder, "template.sock")
+
+    def stop(self):
+        if self.proc is not None:
+            stop_zygote(self.proc, self.lifeline)
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.proc = None
+
+
+_COMMANDS = _CommandTemplate()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def command_template_stops():
+    yield
+    _COMMANDS.stop()
+
+
+def run_python(command, cwd=None, env=None, timeout=None):
+    """subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout) for a command of this
+    interpreter (`python -m pytest --matrix ...`, `python -m harness ...`), forked from the tests' command template, its
+    imports paid once a test process; started with subprocess where the template cannot serve it (another interpreter,
+    or an environment it was not imported in)."""
+    at = _COMMANDS.socket()
+    command, cwd = [os.fspath(word) for word in command], None if cwd is None else os.fspath(cwd)  # as subprocess takes them
+    if at is not None:
+        with tempfile.NamedTemporaryFile(prefix="tcm-stderr-") as stderr:
+            done = python_output(command, env, cwd, timeout, zygote_at=at, stderr=stderr.name)
+            if done is not None:
+                return subprocess.CompletedProcess(command, done[0], done[1].decode(errors="replace"), stderr.read().decode(errors="replace"))
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def runner_of(case_file, zygote=None):

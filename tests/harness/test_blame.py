@@ -5,7 +5,6 @@ reason; an error torch raises is still measured by the cell. Planted cases: test
 import inspect
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -14,7 +13,7 @@ import torch
 from harness.model.judging import outcome_label
 from harness.model.outcome import Outcome, Stage
 from tests.harness import planted_blame
-from tests.harness.conftest import runner_of
+from tests.harness.conftest import run_python, runner_of
 
 PLANTED_BLAME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted_blame.py")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -105,10 +104,10 @@ def test_a_kernel_calling_a_libdevice_function_the_interpreter_lacks_is_not_test
 def test_a_case_whose_launcher_raises_fails_the_run_and_every_other_case_still_runs(tmp_path):
     cells = ["blame_missing_argument-raw-eager", "blame_missing_argument-control-eager", "blame_ok-raw-eager", "blame_ok-triton_op-eager"]
     reports = tmp_path / "reports"
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "harness", "run", "-n", "0", "-p", "no:cacheprovider", f"--cases={PLANTED_BLAME}",
          f"--report-dir={reports}", "--matrix-profile=quick", "-k", " or ".join(f"test_cell[{c}]" for c in cells)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, timeout=600,
     )
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert ("blame_missing_argument-raw-eager: the case's own code raised at run: TypeError: the launcher raises in plain eager, "

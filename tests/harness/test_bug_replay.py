@@ -4,10 +4,10 @@ lists issues beyond the known-issue table, and the committed table is what docs/
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 
 from harness.model.known_issues import ENTRIES
+from tests.harness.conftest import run_python
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIN_ISSUES = 30
@@ -23,8 +23,7 @@ def _bug_replay():
 
 def _plan_cells(tmp_path) -> set[str]:
     """The built-in plan's cell ids, as a collect-only run lists them (run where no conftest or report interferes)."""
-    done = subprocess.run([sys.executable, "-m", "harness", "run", "--collect-only", "-q"], cwd=tmp_path,
-                          capture_output=True, text=True)
+    done = run_python([sys.executable, "-m", "harness", "run", "--collect-only", "-q"], cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return set(re.findall(r"::test_cell\[([^\]]+)\]", done.stdout))
 

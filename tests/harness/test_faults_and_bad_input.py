@@ -5,7 +5,6 @@ import errno
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
@@ -17,7 +16,7 @@ from harness.model.results import Results, load, save, write_together
 from harness.processes import runner as runner_module
 from harness.processes.runner import LOG_LINE_CHARS, LOG_TAIL_LINES, Runner
 from harness.reporting import markdown, report
-from tests.harness.conftest import PLANTED
+from tests.harness.conftest import PLANTED, run_python
 from tests.harness.test_trustworthy_reports import _complete_chart, _matrix
 from tests.harness.test_units import FINGERPRINT
 
@@ -32,7 +31,7 @@ def _results(message="boom", complete=True):
 
 
 def _tool(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return run_python([sys.executable, "-m", "harness", *args], cwd=cwd, timeout=300)
 
 
 # -- 1. the reports are replaced as a set ---------------------------------------------------------------------------

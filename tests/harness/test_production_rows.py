@@ -5,13 +5,13 @@ function) for the generated operator and the control, and the reproducers of a f
 (test_invisible leaves these rows to this file without a GPU.)"""
 
 import os
-import subprocess
 import sys
 
 import pytest
 
 from harness.model.outcome import Outcome
 from harness.model.results import load
+from tests.harness.conftest import run_python
 
 CASES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted_production_cases.py")
 ROWS = ("compile_fullgraph", "compile_inference_mode", "compile_no_recompile", "export_load_fresh", "cache_artifacts_fresh",
@@ -60,9 +60,8 @@ def test_the_fresh_process_rows_reproduce_alone(run):
     """The reproducer of a fresh-process row starts itself again as the process that loads what it saved."""
     tmp, _ = run
     selected = r"prod_double-custom_op-precompile_fresh|prod_branches-control-compile_no_recompile"  # a regex
-    proc = subprocess.run([sys.executable, "-m", "harness", "repro", "--check", str(tmp / "r" / "results.json"), "--passing", "all",
-                           "--cases", CASES, "-k", selected, "--out", str(tmp / "repro")], cwd=tmp, capture_output=True, text=True,
-                          timeout=600)
+    proc = run_python([sys.executable, "-m", "harness", "repro", "--check", str(tmp / "r" / "results.json"), "--passing", "all",
+                       "--cases", CASES, "-k", selected, "--out", str(tmp / "repro")], cwd=tmp, timeout=600)
     report = open(tmp / "repro" / "REPRO.md").read()
     assert "2 reproduced" in report and "differs" not in report, report[-3000:]
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -16,7 +16,7 @@ import torch
 from harness.model.results import load
 from harness.plugin.report_lock import HOLDER_FILE, LOCK_FILE
 from harness.reporting import picture, report
-from tests.harness.conftest import PLANTED
+from tests.harness.conftest import PLANTED, run_python
 
 REPORTS = ("results.json", "MATRIX.md", "SUPPORT.md")
 
@@ -26,11 +26,11 @@ USER_MODULES = os.path.join(ROOT, "tests", "harness", "user_modules")
 
 def run_matrix(tmp_path, selection, workers=2, extra=()):
     reports = tmp_path / "reports"
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider",
          f"--cases={PLANTED}", f"--report-dir={reports}", "--matrix-profile=quick", "--cell-timeout=120", "-k", selection,
          *extra, "--matrix"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, timeout=600,
     )
     results = json.loads((reports / "results.json").read_text()) if (reports / "results.json").exists() else None
     return proc, results, reports
@@ -227,10 +227,10 @@ def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
 
 def _run_cases(tmp_path, cases, selection, workers=1):
     reports = tmp_path / "reports"
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider", *(f"--cases={c}" for c in cases),
          f"--report-dir={reports}", "--matrix-profile=quick", "-k", selection, "--matrix"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, timeout=600,
     )
     results = json.loads((reports / "results.json").read_text()) if (reports / "results.json").exists() else None
     return proc, results, reports
@@ -284,10 +284,10 @@ def test_selecting_a_malformed_case_by_name_still_shows_why_it_is_missing(tmp_pa
 
 def test_repeat_runs_the_matrix_n_times_and_finds_no_difference_in_deterministic_cells(tmp_path):
     selection = "test_cell[planted_ok-raw-eager] or test_cell[planted_wrong-raw-eager] or test_cell[planted_unwritten-raw-eager]"
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "harness", "repeat", "--runs", "2", "--out", str(tmp_path / "repeat"), "--",
          "-n", "0", "-p", "no:cacheprovider", f"--cases={PLANTED}", "--matrix-profile=quick", "-k", selection],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "repeat: 0 cells differ across 2 runs, 3 are the same in every run" in proc.stdout
@@ -305,8 +305,8 @@ def test_outcomes_show_in_verbose_output_junit_xml_and_last_failed_and_a_selecti
     cells = ["planted_ok-raw-eager", "planted_wrong-raw-eager", "planted_raises_at_trace-raw-compile_fullgraph"]
 
     def run(*extra):
-        return subprocess.run([sys.executable, "-m", "pytest", "--matrix", "-n", "0", "-v", f"--cases={PLANTED}", "--matrix-profile=quick",
-                               "-o", f"cache_dir={tmp_path / 'cache'}", *extra], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        return run_python([sys.executable, "-m", "pytest", "--matrix", "-n", "0", "-v", f"--cases={PLANTED}", "--matrix-profile=quick",
+                           "-o", f"cache_dir={tmp_path / 'cache'}", *extra], cwd=tmp_path, timeout=600)
 
     proc = run("-k", " or ".join(f"test_cell[{c}]" for c in cells), f"--junitxml={tmp_path / 'junit.xml'}")
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -336,11 +336,11 @@ def test_outcomes_show_in_verbose_output_junit_xml_and_last_failed_and_a_selecti
 def test_without_matrix_the_installed_plugin_changes_no_other_pytest_run(tmp_path):
     (tmp_path / "test_mine.py").write_text(
         "import pytest\n\n@pytest.fixture\ndef cell():\n    return 1\n\ndef test_cell(cell):\n    assert cell == 1\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-v", "test_mine.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = run_python([sys.executable, "-m", "pytest", "-v", "test_mine.py"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 0 and "test_mine.py::test_cell PASSED" in proc.stdout, proc.stdout[-2000:]
     assert "triton-compat-matrix:" not in proc.stdout and not (tmp_path / "reports").exists()
     assert "triton-compat-matrix" in proc.stdout  # loaded, as the plugins line says
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--cases=x.py", "test_mine.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    proc = run_python([sys.executable, "-m", "pytest", "--cases=x.py", "test_mine.py"], cwd=tmp_path, timeout=300)
     assert proc.returncode == 4 and "--cases is an option of the matrix: add --matrix" in proc.stderr
 
 
@@ -426,6 +426,6 @@ def test_a_case_file_imports_the_modules_beside_it_and_one_in_a_package_its_rela
     cells = outcomes(results)
     assert cells["sibling_double-raw-eager"]["outcome"] == "pass" and cells["package_double-raw-eager"]["outcome"] == "pass"
     # `harness cases` lists them from anywhere, as the run does.
-    listed = subprocess.run([sys.executable, "-m", "harness", "cases", *(f"--cases={s}" for s in specs)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    listed = run_python([sys.executable, "-m", "harness", "cases", *(f"--cases={s}" for s in specs)], cwd=tmp_path, timeout=300)
     assert listed.returncode == 0, listed.stderr
     assert "sibling_double" in listed.stdout and "package_double" in listed.stdout

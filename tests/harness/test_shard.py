@@ -11,6 +11,7 @@ from harness.model.outcome import CellResult, Outcome
 from harness.model.results import Results
 from harness.model.rows import Row
 from harness.plugin import shard
+from tests.harness.conftest import run_python
 
 CASES = [f"case{n}" for n in range(12)]
 
@@ -150,15 +151,13 @@ def test_parts_of_two_different_splits_do_not_merge():
 def test_the_parts_a_run_collects_with_shard_are_disjoint_and_together_every_cell(tmp_path):
     """Through pytest, as each runner of a CI job matrix collects: the same split on every runner."""
     import os
-    import subprocess
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
     def collected(*extra: str) -> set[str]:
-        proc = subprocess.run([sys.executable, "-m", "pytest", "--matrix", "--collect-only", "-q", "-p", "no:cacheprovider",
-                               f"--report-dir={tmp_path}", "-k", "add- or sin-", *extra], cwd=root, capture_output=True, text=True,
-                              timeout=300)
+        proc = run_python([sys.executable, "-m", "pytest", "--matrix", "--collect-only", "-q", "-p", "no:cacheprovider",
+                           f"--report-dir={tmp_path}", "-k", "add- or sin-", *extra], cwd=root, timeout=300)
         return {line.split("[", 1)[1].rstrip("]") for line in proc.stdout.splitlines() if "test_cell[" in line}
 
     whole, parts = collected(), [collected(f"--shard={k}/3") for k in (1, 2, 3)]

@@ -19,7 +19,7 @@ from harness.model.rows import Row
 from harness.processes.helper_process import ZYGOTE_ENV, python_output
 from harness.processes.runner import runner_env
 from harness.reporting import figures as speed
-from tests.harness.conftest import PLANTED
+from tests.harness.conftest import PLANTED, run_python
 from tests.harness.test_pytest_matrix import ROOT, outcomes, run_matrix
 
 
@@ -110,8 +110,8 @@ def test_costliest_cells_are_scheduled_first(tmp_path):
     from harness.authoring import registry
     from harness.plugin import estimate
 
-    proc = subprocess.run([sys.executable, "-m", "pytest", "--matrix", "--collect-only", "-q", "-p", "no:cacheprovider",
-                           f"--report-dir={tmp_path}", "-k", "add-raw or add_autotuned-raw or add-control"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = run_python([sys.executable, "-m", "pytest", "--matrix", "--collect-only", "-q", "-p", "no:cacheprovider",
+                       f"--report-dir={tmp_path}", "-k", "add-raw or add_autotuned-raw or add-control"], cwd=ROOT, timeout=300)
     assert list(tmp_path.iterdir()) == []  # collecting runs nothing, so it must not overwrite the last run's reports
     order = [Cell.parse(line.split("[", 1)[1].rstrip("]")) for line in proc.stdout.splitlines() if "test_cell[" in line]
     assert order, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -176,10 +176,10 @@ def test_perf_times_passing_cells_and_the_reports_compare_them_with_eager(tmp_pa
     reports = tmp_path / "reports"
     selection = " or ".join(f"test_cell[planted_ok-{c}]" for c in ("raw-eager", "control-eager", "control-compile_default")) + \
         " or test_cell[planted_wrong-raw-eager]"
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--cases={PLANTED}",
          f"--report-dir={reports}", "--matrix-profile=quick", "--perf", "-k", selection, "--matrix"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     cells = outcomes(json.loads((reports / "results.json").read_text()))
@@ -227,10 +227,10 @@ def test_the_vector_isa_probe_runs_in_one_process_and_the_others_get_its_answers
 
 def test_a_matrix_run_records_the_vector_isa_probe_in_its_fingerprint(tmp_path):
     cells = ["add-control-aoti_strict"]  # an AOTInductor package is built for the CPU: the probe runs
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "pytest", "--matrix", "-n", "1", "-q", "-p", "no:cacheprovider", f"--report-dir={tmp_path}",
          "--matrix-profile=quick", "-k", " or ".join(f"test_cell[{c}]" for c in cells)],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        cwd=ROOT, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
@@ -286,10 +286,10 @@ def test_what_the_cells_share_is_built_as_the_run_starts_and_a_build_failing_the
     runs = {}
     for workers in (1, 2):
         reports = tmp_path / f"n{workers}"
-        proc = subprocess.run(
+        proc = run_python(
             [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider", f"--cases={PLANTED}",
              f"--report-dir={reports}", "--matrix-profile=quick", "-k", selection, "--matrix"],
-            cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "CXX": "/bin/false"},
+            cwd=ROOT, timeout=600, env={**os.environ, "CXX": "/bin/false"},
         )
         assert (reports / "results.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
         runs[workers] = json.loads((reports / "results.json").read_text())

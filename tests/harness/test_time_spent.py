@@ -11,6 +11,7 @@ import time
 import pytest
 
 from harness.processes.helper_process import HelperProcess, _Forked, forked_cpu_seconds
+from tests.harness.conftest import run_python
 from tests.harness.test_pytest_matrix import ROOT, run_matrix
 
 CAPPED = textwrap.dedent("""
@@ -127,7 +128,7 @@ def test_a_profiled_run_says_where_each_rows_time_went(tmp_path):
     record = json.loads((samples / files[0]).read_text())
     assert record["seconds"] > 0 and sum(record["parts"].values()) == pytest.approx(record["seconds"])
     assert record["parts"].get("Dynamo", 0) + record["parts"].get("Inductor (lowering, code generation, loading)", 0) > 0
-    shown = subprocess.run([sys.executable, "-m", "harness", "profile", str(samples)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    shown = run_python([sys.executable, "-m", "harness", "profile", str(samples)], cwd=ROOT, timeout=60)
     assert shown.returncode == 0, shown.stderr
     assert "| compile_default | 1 |" in shown.stdout and "| eager | 1 |" in shown.stdout
 

@@ -4,7 +4,6 @@ nothing, one run at a time in a report folder, and outcomes junit XML counts."""
 import json
 import math
 import os
-import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -16,7 +15,7 @@ from harness.model.outcome import CellResult, Outcome, Perf, Stage
 from harness.model.results import VERSION, Results, load, save, write_atomic
 from harness.plugin.report_lock import HOLDER_FILE, LOCK_FILE, ReportFolderLock
 from harness.reporting import report
-from tests.harness.conftest import PLANTED
+from tests.harness.conftest import PLANTED, run_python
 from tests.harness.test_units import FINGERPRINT
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,8 +74,8 @@ def test_report_files_get_the_mode_the_process_umask_gives(tmp_path, umask):
 
 
 def _matrix(cwd, *args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "pytest", "--matrix", "-n", "0", "-p", "no:cacheprovider", "--matrix-profile=quick", *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return run_python([sys.executable, "-m", "pytest", "--matrix", "-n", "0", "-p", "no:cacheprovider", "--matrix-profile=quick", *args],
+                      cwd=cwd, timeout=timeout)
 
 
 def _complete_chart(folder):
