@@ -4,7 +4,6 @@ Not part of the default chart: the matrix loads them only when named with `--cas
 """
 
 import ctypes
-import functools
 import os
 import signal
 import time
@@ -325,26 +324,6 @@ def _double_reference(x: torch.Tensor) -> None:
     x.mul_(2)
 
 
-# A triton_op written so that torch's kernel discovery cannot see its kernel: reached through an object built
-# outside the op's body. Its reference calls it, so the warm-cache row's control runs it compiled.
-# Wrapped at its first call, not at import: torch 2.11 and older refuse to wrap_triton an interpreted kernel
-# (TRITON_INTERPRET=1), and an import error here would lose every planted case, not only this one.
-class _Hidden:
-    @functools.cached_property
-    def kernel(self):
-        return torch.library.wrap_triton(copy_kernel)
-
-
-_hidden = _Hidden()
-
-
-@torch.library.triton_op("tcm_planted::hidden_copy", mutates_args=())
-def _hidden_copy(x: torch.Tensor) -> torch.Tensor:
-    out = torch.empty_like(x)
-    _hidden.kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
-    return out
-
-
 CASES = [
     _planted("planted_wrong", add_one_kernel, _launch_with("add_one_kernel")),
     _planted("planted_unwritten", copy_first_half_kernel, _launch_with("copy_first_half_kernel")),
@@ -370,7 +349,6 @@ CASES = [
     _planted("planted_fp64_scalar", scale_by_kernel, _scale_by_half, reference=lambda x: x * 0.5),
     _planted("planted_defeats_mutation_analysis", copy_through_asm_kernel, _launch_with("copy_through_asm_kernel")),
     _planted("planted_in_place", double_in_place_kernel, _double_in_place, reference=_double_reference, mutates=frozenset({"x"})),
-    _planted("planted_hidden_from_discovery", copy_kernel, _launch_with("copy_kernel"), reference=_hidden_copy),
     _planted("planted_two_outputs", copy_kernel, _copy_twice, reference=lambda x: (x.clone(), x.clone()), dtypes=(torch.float32, torch.float16)),
     _planted("planted_wrong_backward", copy_kernel, _launch_with("copy_kernel"), backward=Backward(_doubling_backward)),
     # the first call for each size times both configs on the caller's output, which then holds 3 x the input

@@ -21,11 +21,12 @@ from harness.model.outcome import Fault, InGraph, Outcome, Stage
 from harness.processes import runner_template
 from harness.processes.helper_process import ZYGOTE_ENV, RunnerTemplate, _Forked, start_zygote, stop_zygote
 from harness.processes.runner import INDUCTOR_CACHE, RUNNER_MODULE, Runner, runner_env
-from tests.harness.conftest import PLANTED
+from tests.harness.conftest import PLANTED, runner_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PLANTED_BLAME = os.path.join(os.path.dirname(__file__), "planted_blame.py")
+PLANTED_HIDDEN = os.path.join(os.path.dirname(__file__), "planted_hidden.py")
 
 
 def test_wrong_result_is_wrong_with_error_and_smallest_example(run_planted):
@@ -489,14 +490,19 @@ def test_cuda_graphs_skipped_for_a_kernel_that_mutates_its_input_is_a_degradatio
     assert run_planted("planted_ok", wrapping="raw", row="compile_cudagraphs").degradations == []
 
 
+@pytest.fixture(scope="module")
+def hidden_runner(run_zygote):
+    yield from runner_of(PLANTED_HIDDEN, run_zygote)
+
+
 @needs_gpu
-def test_a_warm_cache_that_serves_the_kernel_as_it_was_before_an_edit_is_wrong(run_planted):
-    hidden = run_planted("planted_hidden_from_discovery", wrapping="control", row="warm_cache_edit")
+def test_a_warm_cache_that_serves_the_kernel_as_it_was_before_an_edit_is_wrong(run_planted, hidden_runner):
+    hidden = run_planted("planted_hidden_from_discovery", wrapping="control", row="warm_cache_edit", runner=hidden_runner)
     assert hidden.outcome is Outcome.WRONG
     assert "stale kernel: the warm cache ran copy_kernel as it was before the edit" in hidden.message
     # the harness's triton_op names its kernel in its body: discovery sees it, and the edit reaches the new process
-    assert run_planted("planted_hidden_from_discovery", wrapping="triton_op", row="warm_cache_edit").outcome is Outcome.PASS
-    assert run_planted("planted_hidden_from_discovery", wrapping="raw", row="warm_cache_edit").outcome is Outcome.PASS
+    for wrapping in ("triton_op", "raw"):
+        assert run_planted("planted_hidden_from_discovery", wrapping=wrapping, row="warm_cache_edit", runner=hidden_runner).outcome is Outcome.PASS
 
 
 def test_cuda_graph_rows_are_skipped_without_a_cuda_device_and_say_why(run_planted):

@@ -282,13 +282,15 @@ def test_what_the_cells_share_is_built_as_the_run_starts_and_a_build_failing_the
     records its failure, and each cell that needs it meets the failure again: the same outcome, stage and message as
     in the run that built nothing ahead."""
     cells = ["planted_ok-control-aoti_strict", "planted_ok-control-aoti_cpp_strict", "planted_ok-control-compile_cpp_wrapper"]
-    selection = " or ".join(f"test_cell[{c}]" for c in cells)
+    # The failing compiler fails those cells within seconds, and a prebuild still running as the run ends says only that:
+    # a cell that hangs until its timeout keeps the run going until the prebuilds have failed.
+    selection = " or ".join(f"test_cell[{c}]" for c in [*cells, "planted_hang-raw-eager"])
     runs = {}
     for workers in (1, 2):
         reports = tmp_path / f"n{workers}"
         proc = run_python(
             [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider", f"--cases={PLANTED}",
-             f"--report-dir={reports}", "--matrix-profile=quick", "-k", selection, "--matrix"],
+             f"--report-dir={reports}", "--matrix-profile=quick", "--cell-timeout=eager=30", "-k", selection, "--matrix"],
             cwd=ROOT, timeout=600, env={**os.environ, "CXX": "/bin/false"},
         )
         assert (reports / "results.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -300,11 +302,12 @@ def test_what_the_cells_share_is_built_as_the_run_starts_and_a_build_failing_the
     assert said(runs[2]) == said(runs[1])
     assert {cell: (outcome, stage) for cell, (outcome, stage, _) in said(runs[2]).items()} == {
         "planted_ok-control-aoti_strict": ("fail", "aot_compile"), "planted_ok-control-aoti_cpp_strict": ("fail", "cpp_build"),
-        "planted_ok-control-compile_cpp_wrapper": ("fail", "compile")}
+        "planted_ok-control-compile_cpp_wrapper": ("fail", "compile"), "planted_hang-raw-eager": ("timeout", "run")}
     assert runs[1]["prebuilt"] == []
     built = {p["build"]: p for p in runs[2]["prebuilt"]}
     assert list(built) == ["aoti_header", "cpp_wrapper_header", "cpp_runner"]
     assert "C++ compiler" in built["aoti_header"]["error"] and "building the C++ runner failed" in built["cpp_runner"]["error"]
+    assert "C++ compiler" in built["cpp_wrapper_header"]["error"]
     assert "built for the cells as the run started, in no cell's work: aoti_header not built (" in (tmp_path / "n2" / "MATRIX.md").read_text()
     timeline = runs[2]["timeline"]  # the run's start, as the controller saw it
     began = min(c["timings"]["finished"] - c["timings"]["wall"] for c in runs[2]["cells"]) - timeline["started"]
