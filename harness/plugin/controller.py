@@ -186,6 +186,14 @@ class MatrixController:
         self._collected([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        # xdist's word for a worker that ended on Ctrl-C. The terminal sent it to this process too, but a worker
+        # that stops first is reported here before this process's KeyboardInterrupt may be raised: the cell it was
+        # running was interrupted, not crashed, and the run is incomplete.
+        if error == "keyboard-interrupt" and not self.stopped_by:
+            self.stopped_by = "interrupted (Ctrl-C)"
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self._timeline.setdefault("first_collected", round(time.time() - self.started, 2))
         self._timeline["last_collected"] = round(time.time() - self.started, 2)
@@ -300,8 +308,9 @@ class MatrixController:
         result = result_of(report)
         if result is not None:
             self.results[cell] = result
-        if report.failed and cell not in self.results:
-            # No result came back: the pytest worker died (xdist reports it so), or the harness broke.
+        if report.failed and cell not in self.results and not self.stopped_by:
+            # No result came back: the pytest worker died (xdist reports it so), or the harness broke. Once the run
+            # was stopped, a worker ends with its cell unreported, and the cell stays missing.
             text = str(report.longrepr or "")
             died = "crashed" in text or report.when == "???"
             self.results[cell] = CellResult(

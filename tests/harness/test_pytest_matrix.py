@@ -190,6 +190,29 @@ def test_an_interrupted_run_leaves_the_complete_reports_and_writes_its_own_to_pa
         assert time.monotonic() < deadline, subprocess.run(["pgrep", "-af", str(tmp_path)], capture_output=True, text=True).stdout
 
 
+def test_a_worker_that_ends_on_ctrl_c_before_its_controller_does_leaves_its_cell_unreported_not_crashed():
+    # The terminal's Ctrl-C reaches every process at once; on a loaded machine a worker can stop, and xdist report its
+    # cell as the crashed worker's, before the controller's own KeyboardInterrupt is raised. Recorded as a crash, the
+    # cell made the interrupted run complete, and its reports replaced the complete chart.
+    from types import SimpleNamespace
+
+    from harness.plugin.controller import MatrixController
+
+    controller = MatrixController.__new__(MatrixController)
+    controller.results, controller.stopped_by = {}, None
+    crashed = SimpleNamespace(nodeid="harness/plugin/matrix.py::test_cell[planted_hang-raw-eager]", failed=True, when="???",
+                              user_properties=[], longrepr="worker 'gw1' crashed while running 'test_cell[planted_hang-raw-eager]'")
+    controller.pytest_testnodedown(node=None, error="keyboard-interrupt")
+    controller.pytest_runtest_logreport(crashed)
+    assert controller.results == {} and controller.stopped_by == "interrupted (Ctrl-C)"
+    # A worker that dies of anything else, in a run not stopped, is its cell's crash.
+    controller = MatrixController.__new__(MatrixController)
+    controller.results, controller.stopped_by = {}, None
+    controller.pytest_testnodedown(node=None, error="Not properly terminated")
+    controller.pytest_runtest_logreport(crashed)
+    assert [r.outcome.value for r in controller.results.values()] == ["crash"] and controller.stopped_by is None
+
+
 def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     baseline = tmp_path / "baseline.json"  # workers=0: comparing with the baseline is the controller's alone
     selection = " or ".join(f"test_cell[planted_{c}-raw-eager]" for c in ("wrong", "ok", "unwritten"))
