@@ -51,6 +51,21 @@ class MatrixWorker:
         """This process's worker role; None when the run did not ask for the matrix."""
         return config.pluginmanager.get_plugin(WORKER)
 
+    # Which worker this is and how many the run has, from xdist's word to this process, not from PYTEST_XDIST_WORKER*:
+    # a run without workers that a pytest worker started (a test suite's) inherits those of the worker that started it,
+    # and its runners would get another run's threads and be refused by its zygote, whose environment has its own.
+    @property
+    def name(self) -> str:
+        """This worker's xdist id (gw0, ...); `main` in a run without workers."""
+        workerinput = getattr(self.config, "workerinput", None)
+        return workerinput["workerid"] if workerinput else "main"
+
+    @property
+    def count(self) -> int:
+        """How many workers the run has; 1 without workers."""
+        workerinput = getattr(self.config, "workerinput", None)
+        return workerinput["workercount"] if workerinput else 1
+
     @property
     def cases(self) -> dict[str, Any]:
         return loaded(self.config).cases
@@ -58,9 +73,9 @@ class MatrixWorker:
     @property
     def runner(self) -> Runner:
         if self._runner is None:
-            worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+            worker = self.name
             workdir = tempfile.mkdtemp(prefix=f"tcm-{worker}-")
-            env = runner_env(workdir, worker, run_caches(self.config), workers=worker_count(), perf=self.config.getoption("perf"),
+            env = runner_env(workdir, worker, run_caches(self.config), workers=self.count, perf=self.config.getoption("perf"),
                              profile_dir=self.config.getoption("profile_dir"))
             self._runner = Runner(case_specs(self.config), workdir, env=env,
                                   cells_per_process=cells_per_process(self.config) or None, zygote=run_zygote(self.config),
@@ -78,7 +93,7 @@ class MatrixWorker:
         else:  # Ctrl-C ends the runner's cell, and this cell is then not reported (the run records it as never reported)
             with self.interrupts.deferred(self.runner.interrupt):
                 result = self.runner.run(cell, settings, timeout)
-        result.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        result.worker = self.name
         attach(item, result)
         return result
 
@@ -110,12 +125,8 @@ class MatrixWorker:
         runner.close()
         logs = config.getoption("runner_logs")
         if logs:
-            worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
             os.makedirs(logs, exist_ok=True)
             for n, log in enumerate(runner.logs()):
-                shutil.copy(log, os.path.join(logs, f"runner-{worker}-{n}.log"))
+                shutil.copy(log, os.path.join(logs, f"runner-{self.name}-{n}.log"))
         shutil.rmtree(runner.workdir, ignore_errors=True)
 
-
-def worker_count() -> int:
-    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))

@@ -76,6 +76,21 @@ def test_each_cell_runs_in_a_process_of_its_own_so_what_a_library_keeps_in_its_p
     assert "what a cell's code left in its process could reach the next" in (reports / "MATRIX.md").read_text()
 
 
+def test_a_run_without_workers_that_a_pytest_worker_starts_is_a_run_without_workers(tmp_path):
+    # It inherits the pytest worker's PYTEST_XDIST_WORKER and PYTEST_XDIST_WORKER_COUNT. Read as its own, they gave its
+    # runners another run's thread count, which its zygote and runner template (started for one worker) refused: every
+    # runner was then started with subprocess, 6-8 s of CPU each on the CI machine instead of a fork's fraction of one.
+    env = {**os.environ, "PYTEST_XDIST_WORKER": "gw3", "PYTEST_XDIST_WORKER_COUNT": "4"}
+    proc = run_python([sys.executable, "-m", "pytest", "-n", "0", "-q", "-p", "no:cacheprovider", f"--cases={PLANTED}",
+                       f"--report-dir={tmp_path / 'reports'}", "--matrix-profile=quick", "-k", "planted_ok-raw-eager",
+                       f"--runner-logs={tmp_path / 'logs'}", "--matrix"], cwd=ROOT, env=env, timeout=600)
+    results = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert [(c["outcome"], c["worker"]) for c in results["cells"]] == [("pass", "main")], proc.stdout[-3000:]
+    logs = sorted(p.name for p in (tmp_path / "logs").iterdir())
+    ready = (tmp_path / "logs" / "runner-main-0.log").read_text()
+    assert ready.startswith("runner ready (forked by the runner template "), (logs, ready[-2000:])
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="kills a process by pid")
 def test_every_fault_in_one_run_is_recorded_and_no_cell_is_lost(tmp_path):
     """Seven faults and a case module that fails to import, in one run with two workers: each fault is its own
