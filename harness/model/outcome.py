@@ -141,6 +141,10 @@ class Perf:
         return cls(shape=list(data["shape"]), dtype=data["dtype"], median_ms=number(data.get("median_ms")), error=data.get("error"))
 
 
+# Written only where set: most cells of a run are not carried over, and files written before digests lack them.
+OMITTED_WHEN_NONE = ("digest", "carried_from")
+
+
 @dataclass
 class CellResult:
     """What one cell gave. Built only as CellResult(cell, outcome, ...); its case, wrapping and row are the cell's."""
@@ -176,6 +180,10 @@ class CellResult:
     memory: Memory = field(default_factory=Memory)
     worker: str | None = None  # the pytest worker that ran it
     perf: Perf | None = None  # with --perf: the artifact's median latency on a realistic input
+    # What the outcome depends on, hashed (harness.plugin.carry_over): a later run with this file as --baseline carries the
+    # cell over while its own digest is the same. None in files written before it was recorded: such a cell always runs.
+    digest: str | None = None
+    carried_from: str | None = None  # not run: carried over from this earlier run, whose outcome it is (--baseline)
 
     @property
     def case(self) -> str:
@@ -199,6 +207,9 @@ class CellResult:
                     kernel_in_graph=self.kernel_in_graph.value if self.kernel_in_graph else None,
                     timings=_measured(asdict(self.timings)), memory=_measured(asdict(self.memory)),
                     perf=self.perf.to_json() if self.perf else None)
+        for key in OMITTED_WHEN_NONE:
+            if data[key] is None:
+                del data[key]
         return strict({**head, **data})  # a non-finite max_error as its name: results files are strict JSON
 
     @classmethod

@@ -32,7 +32,7 @@ from harness.model.judging import blame_environment
 from harness.model.outcome import CellResult, Fault, Outcome
 from harness.model.results import Results
 from harness.model.settings import PROFILES
-from harness.plugin import estimate, heap
+from harness.plugin import carry_over, estimate, heap
 from harness.plugin.options import (
     DEFAULT_REPORT_DIR,
     PARTIAL,
@@ -109,6 +109,8 @@ class MatrixController:
         self._prebuilding: prebuild.Prebuilding | None = None  # the run's own builds (harness.execution.prebuild)
         self._timeline: dict[str, float] = {"started": self.started}  # Results.timeline
         self._this_machine: Future[Fingerprint | None] | None = None  # what the machine is, read beside the first cells
+        self._carried: frozenset[str] | None = None  # the cells carried over from --baseline (carried_ids)
+        self._carried_from = ""  # the run they come from (carry_over.source_run)
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
             self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
@@ -124,6 +126,7 @@ class MatrixController:
         node.workerinput["tcm_run_caches"] = self.run_caches
         node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.run_zygote(node.workerinput["workercount"])
         node.workerinput["tcm_runner_template"] = node.workerinput["tcm_zygote"] and self.runner_template_socket()
+        node.workerinput["tcm_carried"] = sorted(self.carried_ids())
         self._timeline["last_configured"] = round(time.time() - self.started, 2)
 
     def run_zygote(self, workers: int) -> str | None:
@@ -159,7 +162,7 @@ class MatrixController:
     def _prebuild(self) -> None:
         """Start what the collected cells' builds share (harness.execution.prebuild), where workers run cells side by
         side and so would wait for the first of them to build it: the run's zygote forks a process for each."""
-        needed = prebuild.needed(self.collected)
+        needed = prebuild.needed(self._to_run())
         if self._workers < 2 or not needed or self._prebuilding is not None:
             return
         zygote = self.run_zygote(self._workers)
@@ -230,12 +233,18 @@ class MatrixController:
             self._this_machine = read
         return self._this_machine
 
+    def _to_run(self) -> set[Cell]:
+        """The collected cells this run runs: not those it carries over from its --baseline."""
+        carried = self.carried_ids()
+        return {cell for cell in self.collected if cell.id not in carried} if carried else self.collected
+
     def _plan(self) -> estimate.Plan:
         import torch  # here, not at the top: the plugin is loaded into every pytest run, most of which need no torch
 
         cases = loaded(self.config).cases
         workers = getattr(self.config.option, "numprocesses", None)
-        return estimate.Plan(cells=sorted(self.collected), all_cells=len(matrix_cells(cases)), cases=cases,
+        return estimate.Plan(cells=sorted(self._to_run()), carried=len(self.collected) - len(self._to_run()),
+                             carried_from=self._carried_from, all_cells=len(matrix_cells(cases)), cases=cases,
                              specs=case_specs(self.config), profile=profile_name(self.config),
                              gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
                              workers=workers if isinstance(workers, int) and workers > 0 else 1,
@@ -323,12 +332,13 @@ class MatrixController:
             last_failed = self.config.pluginmanager.get_plugin("lfplugin")
             if last_failed is not None:
                 last_failed.lastfailed[report.nodeid] = True
-        if report.when == "teardown" and result is not None:
+        if report.when == "teardown" and result is not None and result.carried_from is None:
             # Every tenth of the run, and at least every PROGRESS_EVERY_S seconds.
             tenth = 10 * len(self.results) // max(1, len(self.collected))
             if tenth > self._progress_tenth or time.time() - self._progress_said >= PROGRESS_EVERY_S:
                 self._progress_said, self._progress_tenth = time.time(), tenth
-                self._say(estimate.progress(self.results.values(), self._plan(), time.time() - self.started))
+                ran = [result for result in self.results.values() if result.carried_from is None]
+                self._say(estimate.progress(ran, self._plan(), time.time() - self.started))
 
     # Before xdist's own sessionfinish, which shuts its workers down (seconds to minutes while they close their
     # runners): every result is in by then, and a time limit that strikes during that shutdown must find the
@@ -355,18 +365,12 @@ class MatrixController:
         if not self.results:
             self._nothing_measured(session, problems)
             return
-        profile = profile_name(self.config)
-        workers = getattr(self.config.option, "numprocesses", None)
         missing = sorted(cell.id for cell in self.collected - set(self.results))
-        cache_dir = self.config.getoption("cache_dir")
-        fingerprint = machine.fingerprint(self._read_this_machine().result() or machine.this_machine(), profile=PROFILES[profile],
-                                          workers=workers if isinstance(workers, int) else 1,
-                                          caches=f"reused from {os.path.abspath(cache_dir)}" if cache_dir else "fresh")
-        fingerprint.cases = [registry.resolved(spec) for spec in self.config.getoption("cases") or []]
+        fingerprint = self._fingerprint()
         fingerprint.vec_isa = vec_isa.recorded(os.path.join(run_caches(self.config), INDUCTOR_CACHE))
-        fingerprint.runner_threads = runner_threads(fingerprint.workers or 1)
-        fingerprint.cells_per_process = cells_per_process(self.config)
-        fingerprint.autotune_timing = autotune_timing.DESCRIBED[autotune_timing.chosen(self.config.getoption("perf"))]
+        digests = self._digests(fingerprint)
+        for result in self.results.values():  # what a later run compares to carry the cell over (a carried cell's is the same)
+            result.digest = digests.of(result.cell)
         part = shard_of(self.config)
         if part is not None:  # `harness report` checks that the parts it merges are all of them
             timings = self.config.getoption("shard_timings")
@@ -412,6 +416,37 @@ class MatrixController:
             say((f"LEFT OUT {problem}", {"red": True}))
         for note in baseline_notes:
             say((note, {}))
+
+    def _fingerprint(self) -> Fingerprint:
+        """The run's fingerprint, but for what only its end knows (the vector ISA its compiles found): this machine, read
+        beside the first cells (waited for here), with the run's profile, workers, caches and options."""
+        workers = getattr(self.config.option, "numprocesses", None)
+        cache_dir = self.config.getoption("cache_dir")
+        fingerprint = machine.fingerprint(self._read_this_machine().result() or machine.this_machine(),
+                                          profile=PROFILES[profile_name(self.config)], workers=workers if isinstance(workers, int) else 1,
+                                          caches=f"reused from {os.path.abspath(cache_dir)}" if cache_dir else "fresh")
+        fingerprint.cases = [registry.resolved(spec) for spec in self.config.getoption("cases") or []]
+        fingerprint.runner_threads = runner_threads(fingerprint.workers or 1)
+        fingerprint.cells_per_process = cells_per_process(self.config)
+        fingerprint.autotune_timing = autotune_timing.DESCRIBED[autotune_timing.chosen(self.config.getoption("perf"))]
+        return fingerprint
+
+    def _digests(self, fingerprint: Fingerprint) -> carry_over.Digests:
+        options = {"perf": self.config.getoption("perf"), "profile_dir": bool(self.config.getoption("profile_dir")),
+                   "cell_timeout": self.config.getoption("cell_timeout")}
+        return carry_over.Digests.of_run(fingerprint, loaded(self.config).cases, options, dict(os.environ))
+
+    def carried_ids(self) -> frozenset[str]:
+        """The ids of the cells this run carries over from its --baseline (harness.plugin.carry_over), decided once, before
+        any worker starts: it waits for this machine's facts and imports the cases, seconds where a baseline is given."""
+        if self._carried is None:
+            path, self._carried = self.config.getoption("baseline"), frozenset()
+            if path and os.path.exists(path) and not self.config.getoption("full_run") and not self.config.option.collectonly:
+                baseline = results_file.load(path)
+                cells = matrix_cells(loaded(self.config).cases)
+                self._carried = frozenset(c.id for c in carry_over.carried(baseline, self._digests(self._fingerprint()), cells))
+                self._carried_from = carry_over.source_run(baseline, path)
+        return self._carried
 
     def _not_written(self, session: pytest.Session, results: Results, exc: OutputNotWritten) -> None:
         """The reports could not replace the old ones (a full disk, a file that may not change): the old set stays, the

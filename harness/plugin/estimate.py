@@ -107,6 +107,8 @@ class Plan:
     workers: int
     report_dir: str
     shard: Any = None  # harness.plugin.shard.Shard: this runner's part of the cells, or None
+    carried: int = 0  # collected cells carried over from --baseline, not run (not in `cells`)
+    carried_from: str = ""  # the run they come from
 
     @property
     def mode(self) -> str:
@@ -201,13 +203,15 @@ def announce(plan: Plan) -> str:
     part = "" if len(plan.cells) == plan.all_cells else f" (of the {plan.all_cells} its cases make)"
     if plan.shard is not None:
         part = f" (shard {plan.shard}: this runner's part of the {plan.all_cells} its cases make)"
+    carried = (f"; {plan.carried} cells carried over from {plan.carried_from}, unchanged since (--full-run runs them)"
+               if plan.carried else "")
     if not plan.cells:
-        return (f"nothing to run: 0 cells{part} from {_count(len(plan.cases), 'case')} of {', '.join(plan.specs)}, "
+        return (f"nothing to run{carried}: 0 cells{part} from {_count(len(plan.cases), 'case')} of {', '.join(plan.specs)}, "
                 "so no time to expect")
     rows, styles = len({c.row for c in plan.cells}), len({c.wrapping for c in plan.cells})
     lines = [f"{len(plan.cells)} cells{part}: {_count(len(plan.cases), 'case')} from {', '.join(plan.specs)} x "
              f"{_count(styles, 'wrapping style')} x {_count(rows, 'row')}, {where}, {_count(plan.workers, 'worker')}; "
-             f"reports to {plan.report_dir}"]
+             f"reports to {plan.report_dir}{carried}"]
     expected = expected_seconds(plan)
     lines.append(f"profile {plan.profile}: {PROFILES[plan.profile].summary}; "
                  + (f"expect about {_minutes(expected)}" if expected else "no timing of this profile here to estimate from"))

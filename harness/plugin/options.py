@@ -19,7 +19,7 @@ PARTIAL = "partial"  # where a run of part of the matrix writes, under the defau
 
 # The options that only mean something to the matrix, with the value that says "not given".
 MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": None,
-                   "cache_dir": None, "runner_logs": None, "profile_dir": None, "perf": False, "baseline": None, "accept": False, "shard": None,
+                   "cache_dir": None, "runner_logs": None, "profile_dir": None, "perf": False, "baseline": None, "full_run": False, "accept": False, "shard": None,
                    "shard_timings": None, "cells_must_pass": False}
 _LOADED = pytest.StashKey[registry.Loaded]()
 
@@ -57,6 +57,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "run without -n, so cells do not share the GPU")
     group.addoption("--baseline", default=None, metavar="RESULTS_JSON",
                     help="fail a cell whose outcome differs from this earlier run's (regressed, improved or failing differently)")
+    group.addoption("--full-run", action="store_true",
+                    help="with --baseline: run every cell (default: a cell whose digest, of its case's sources, the harness, the "
+                         "versions, the device and the options, is the one the baseline recorded is carried over from it, not run)")
     group.addoption("--cells-must-pass", action="store_true",
                     help="a cell that does not pass (WRONG, FAIL, CRASH, TIMEOUT; ENV too) fails its test, so pytest's exit status "
                          "and junit XML count it: for a CI gate that requires every cell to pass (default: a cell's outcome "
@@ -165,6 +168,14 @@ def run_packages(config: pytest.Config) -> str:
     return os.path.join(_fresh_run_dir(config), "aoti-packages")
 
 
+def carried_cells(config: pytest.Config) -> frozenset[str]:
+    """The ids of the cells this run carries over from its --baseline instead of running (harness.plugin.carry_over),
+    as the controller decided them once for every worker."""
+    if hasattr(config, "workerinput"):
+        return frozenset(config.workerinput.get("tcm_carried") or ())
+    return config.pluginmanager.get_plugin(CONTROLLER).carried_ids()
+
+
 def shard_of(config: pytest.Config) -> shard.Shard | None:
     given = config.getoption("shard", None) if requested(config) else None
     return shard.parse(given) if given else None
@@ -175,8 +186,10 @@ def check_baseline(config: pytest.Config) -> None:
     truncated or of another schema would otherwise fail every cell's test after the whole run."""
     path = config.getoption("baseline")
     if path is None:
-        if config.getoption("accept"):
-            raise UsageError("--accept rewrites the --baseline file: add --baseline RESULTS_JSON")
+        for alone in ("accept", "full_run"):
+            if config.getoption(alone):
+                what = "rewrites the --baseline file" if alone == "accept" else "runs the cells a --baseline would carry over"
+                raise UsageError(f"--{alone.replace('_', '-')} {what}: add --baseline RESULTS_JSON")
         return
     if not os.path.exists(path):
         if not config.getoption("accept"):

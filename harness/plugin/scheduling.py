@@ -15,7 +15,7 @@ from harness.model.errors import ResultsError
 from harness.model.results import load
 from harness.model.rows import Row
 from harness.plugin import estimate, heap, shard
-from harness.plugin.options import SHARD, loaded, profile_name, requested
+from harness.plugin.options import SHARD, carried_cells, loaded, profile_name, requested
 
 # Seconds-like units, as a row's cost: the autotuner's cost per config it times, over a cell's examples.
 AUTOTUNE_COST_PER_CONFIG = 20.0
@@ -40,11 +40,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     rows = list(Row)
 
     expected = cell_costs(config)
+    carried = carried_cells(config)
 
     def cost(item: pytest.Item) -> tuple[float, int, bool]:
         cell = cell_of(item)
         if cell is None or cell.case not in cases:
             return 0.0, 0, False
+        if cell.id in carried:  # first: no work, and what an interrupted run keeps
+            return -float("inf"), 0, False
         # The cell's work in --shard-timings, else its row's measured mean; plus the autotuning its case's kernels
         # redo for each new input size, so that the autotuned cases' cells start first whatever they measured. Among
         # cells of one cost, row by row; in a row, the controls first: a cell that fails where its control failed
@@ -56,10 +59,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     heap.freeze()  # what this process imported and collected stays to its end
     part = config.pluginmanager.get_plugin(SHARD)
     if part is not None:
-        part.keep_this_part(items, expected)
+        part.keep_this_part(items, lambda cell: 0.0 if cell.id in carried else expected(cell))
     workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
     if workers > 1:  # one process runs one cell at a time: nothing waits for another cell there
-        items[:] = spaced(items, lambda item: shared_builds(cell) if (cell := cell_of(item)) else (), SPACING_ROUNDS * workers)
+        items[:] = spaced(items, lambda item: shared_builds(cell) if (cell := cell_of(item)) and cell.id not in carried else (),
+                          SPACING_ROUNDS * workers)
 
 
 def shared_builds(cell: Cell) -> tuple[str, ...]:

@@ -17,9 +17,11 @@ from harness.model.outcome import CellResult
 from harness.model.results import load
 from harness.model.rows import parse_timeouts, timeout_for
 from harness.model.settings import PROFILES, Settings
+from harness.plugin import carry_over
 from harness.plugin.interrupts import OnceInterrupted
 from harness.plugin.options import (
     WORKER,
+    carried_cells,
     case_specs,
     cells_per_process,
     loaded,
@@ -42,6 +44,7 @@ class MatrixWorker:
         self.config = config
         self._runner: Runner | None = None
         self._baseline: dict[Cell, CellResult] | None = None
+        self._baseline_run = ""  # how a cell carried over from the baseline names it (carry_over.source_run)
         # Every process of the run stops on the first Ctrl-C only; an xdist worker as its controller tells it.
         # (An xdist worker is told by its config: PYTEST_XDIST_WORKER is inherited by a run a test starts.)
         self.interrupts = OnceInterrupted.install(raises=not hasattr(config, "workerinput"))
@@ -83,8 +86,13 @@ class MatrixWorker:
         return self._runner
 
     def run(self, cell: Cell, item: pytest.Item) -> CellResult:
-        """Run a cell in the runner and attach its result to the test's report, for the controller."""
+        """Run a cell in the runner, or carry it over from the baseline where the controller said so, and attach its
+        result to the test's report, for the controller."""
         config = self.config
+        if cell.id in self.carried:
+            result = carry_over.carry(self.baseline()[cell], self._baseline_run)
+            attach(item, result)
+            return result
         settings = Settings(profile=PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
                             packages=run_packages(config), caches=run_caches(config))
         timeout = timeout_for(cell.row, parse_timeouts(config.getoption("cell_timeout")))
@@ -97,14 +105,25 @@ class MatrixWorker:
         attach(item, result)
         return result
 
+    @functools.cached_property
+    def carried(self) -> frozenset[str]:
+        """The ids of the cells to carry over from the baseline, as the controller decided them."""
+        return carried_cells(self.config)
+
     def baseline_change(self, result: CellResult) -> str | None:
         """Why a cell fails the --baseline check, or None (always None without --baseline, or with --accept)."""
         path = self.config.getoption("baseline")
         if path is None or self.config.getoption("accept"):
             return None
+        return against_baseline(self.baseline().get(result.cell), result, self.accepting_command)
+
+    def baseline(self) -> dict[Cell, CellResult]:
+        """The --baseline run's results by cell, read once."""
         if self._baseline is None:
-            self._baseline = load(path).by_cell()
-        return against_baseline(self._baseline.get(result.cell), result, self.accepting_command)
+            path = self.config.getoption("baseline")
+            results = load(path)
+            self._baseline, self._baseline_run = results.by_cell(), carry_over.source_run(results, path)
+        return self._baseline
 
     @functools.cached_property
     def accepting_command(self) -> str:

@@ -65,9 +65,14 @@ def _mb(memory: Memory, key: str) -> float | None:
     return getattr(memory, key)
 
 
+def timed_cells(results: Results) -> list[Any]:
+    """The cells this run timed: not those carried over from a baseline (their timings are their first run's)."""
+    return [c for c in results.cells if c.timings.wall > 0 and c.carried_from is None]
+
+
 def figures(results: Results, wall_s: float) -> Figures:
     """The benchmark's figures from a run's results and the wall time of the whole run."""
-    cells = [c for c in results.cells if c.timings.wall > 0]
+    cells = timed_cells(results)
     if not cells:
         raise ValueError("the results hold no timed cells: nothing ran")
     workers = results.fingerprint.workers or 1

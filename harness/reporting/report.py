@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from tabulate import tabulate
 
@@ -18,7 +18,7 @@ from harness.model.rows import Row
 from harness.reporting import markdown
 from harness.reporting import picture as matrix_picture
 from harness.reporting import tutorial, why
-from harness.reporting.figures import figures, prebuilt_text, timeline_text
+from harness.reporting.figures import figures, prebuilt_text, timed_cells, timeline_text
 from harness.reporting.markdown import cell_text
 
 
@@ -53,6 +53,10 @@ def _environment_lines(results: Results) -> list[str]:
         lines.append(f"- {len(rerun.cells)} cells re-run on commit {str(rerun.commit)[:12]}{f' on an {rerun.gpu}' if rerun.gpu not in (None, fp.gpu.name) else ''}, {rerun.time} "
                      f"(`{_shortened(str(rerun.command))}`), their results replacing the earlier run's: "
                      "results.json's fingerprint lists them under \"reruns\"")
+    carried = Counter(c.carried_from for c in results.cells if c.carried_from)
+    for source, count in sorted(carried.items()):
+        lines.append(f"- {count} cells carried over from {source}, not run again: their digest (sources, harness, versions, "
+                     "device, options) is the one recorded there; `--full-run` runs every cell")
     skipped: dict[str, set[str]] = defaultdict(set)
     for cell in results.cells:
         for dtype, reason in cell.dtypes_skipped.items():
@@ -377,10 +381,11 @@ def _support_entry(cells: list[CellResult], row: Row) -> str:
 
 def timing_lines(results: Results) -> list[str]:
     """Where the time went, and what the harness itself cost per cell."""
-    if not any(c.timings.wall > 0 for c in results.cells):
+    timed = timed_cells(results)
+    if not timed:
         return []
     f = figures(results, results.wall_time_s or 0.0)
-    t = [c.timings for c in results.cells]
+    t = [c.timings for c in timed]
     lines = [
         f"- {f.cells} cells on {f.workers} workers in {f.wall_s:.0f} s; their work {f.work_s:.0f} s in all "
         f"(setup {sum(x.setup for x in t):.0f} s, compile/export/AOT compile {sum(x.compile for x in t):.0f} s, "

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 from harness.model.results import load
-from harness.reporting.figures import figures, render
+from harness.reporting.figures import figures, render, timed_cells
 from harness.tools.launch import forwarding_signals, matrix_command, results_written, start_matrix
 
 
@@ -49,7 +49,7 @@ def main(pytest_args: list[str], out: str | None = None, report_dir: str | None 
         print(f"bench: the matrix wrote no results in {report_dir} (pytest exit {returncode})", file=sys.stderr)
         return 2
     results = load(path)
-    if not any(c.timings.wall > 0 for c in results.cells):
+    if not timed_cells(results):
         problems = "; ".join(p.get("message", "") for p in results.problems)
         print(f"bench: no cell ran (pytest exit {returncode}){': ' + problems if problems else ''}", file=sys.stderr)
         return 2

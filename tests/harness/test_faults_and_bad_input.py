@@ -118,6 +118,7 @@ def test_a_run_whose_reports_cannot_be_written_keeps_the_old_ones_and_its_result
     (["--baseline=truncated.json"], "--baseline: truncated.json: not JSON (truncated or corrupt?)"),
     (["--baseline=other.json"], "--baseline: other.json: not a triton-compat-matrix results file"),
     (["--accept"], "--accept rewrites the --baseline file: add --baseline RESULTS_JSON"),
+    (["--full-run"], "--full-run runs the cells a --baseline would carry over: add --baseline RESULTS_JSON"),
     (["--report-dir=afile"], "--report-dir afile: "),
 ])
 def test_a_bad_option_is_refused_before_the_run_in_one_line_naming_the_fix(tmp_path, args, said):

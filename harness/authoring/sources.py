@@ -1,0 +1,144 @@
+"""What a case's outcome depends on in source: its module, the modules it reaches, and the harness's own code, each as a
+digest. A run carries a cell over from an earlier one only while these are unchanged (harness.plugin.carry_over).
+
+The modules a case reaches are found in the process that loaded it, from what its module's globals hold (modules, and the
+modules of the functions, classes and kernels it names), transitively. A module of the case's own top-level package
+counts alone, so that a change to one case file re-runs that case's cells only. A module of another package (a kernel
+library) counts as the whole folder of its top-level package, every file in it (its configs and data too): a library
+that reads a tuning table at run time changes with it. torch, Triton and the standard library are left out: their
+versions are part of the run's environment, which the cell's digest holds beside this one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from types import ModuleType
+from typing import Any, Iterable, Iterator
+
+# Packages whose version, not their files, says what they are: the run's fingerprint records it (torch, Triton,
+# hypothesis), or they are the harness (its own digest) or the tools that drive it.
+VERSIONED = frozenset({"torch", "triton", "hypothesis", "pytest", "_pytest", "xdist", "pluggy", "harness"})
+BIG_FILE = 1 << 20  # bytes: a larger file of a library's folder (a shared object) counts by its size and time, not read
+
+
+def _top(name: str) -> str:
+    return name.partition(".")[0]
+
+
+def _left_out(name: str) -> bool:
+    """Is `name` a module whose files no case digest holds? harness.cases, the built-in cases, is not: each is a case file."""
+    top = _top(name)
+    if name == "harness.cases" or name.startswith("harness.cases."):
+        return False
+    return top in VERSIONED or top in sys.stdlib_module_names or top.startswith("_")
+
+
+def _named_modules(module: ModuleType) -> Iterator[str]:
+    """The names of the modules that `module`'s globals hold or whose functions, classes and kernels they name."""
+    for value in list(vars(module).values()):
+        if isinstance(value, ModuleType):
+            yield value.__name__
+            continue
+        # A Triton kernel (JITFunction, Autotuner, Heuristics) names its function's module through .fn, down its wrappers.
+        inner, seen = value, 0
+        while hasattr(inner, "fn") and seen < 4:
+            inner, seen = inner.fn, seen + 1
+        for obj in (value, inner, getattr(value, "func", None)):  # functools.partial keeps its function in .func
+            owner = getattr(obj, "__module__", None) if obj is not None else None
+            if isinstance(owner, str):
+                yield owner
+
+
+def reached(module: ModuleType) -> list[str]:
+    """The names of the loaded modules `module` reaches through its globals, itself among them, less those left out."""
+    found, todo = set(), [module.__name__]
+    while todo:
+        name = todo.pop()
+        loaded = sys.modules.get(name)
+        if name in found or loaded is None or _left_out(name):
+            continue
+        found.add(name)
+        todo.extend(_named_modules(loaded))
+        todo.extend(n for n in _parents(name))  # a package's __init__ runs before its module
+    return sorted(found)
+
+
+def _parents(name: str) -> Iterator[str]:
+    parts = name.split(".")
+    for n in range(1, len(parts)):
+        yield ".".join(parts[:n])
+
+
+def _file_digest(path: str, read: bool = True) -> str:
+    if not read:
+        stat = os.stat(path)
+        return f"size {stat.st_size} mtime {stat.st_mtime_ns}"
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _folder_files(folder: str) -> Iterator[str]:
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if not name.endswith((".pyc", ".pyo")):
+                yield os.path.join(root, name)
+
+
+def _module_parts(name: str, own_top: str) -> Iterator[tuple[str, str]]:
+    """(what, digest) for a reached module: its file, or its whole top-level package's folder for another package's."""
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    if _top(name) != own_top:
+        top = sys.modules.get(_top(name))
+        folders = list(getattr(top, "__path__", []) or [])
+        if folders:  # a package: every file of its folder (or folders, for a namespace package)
+            for folder in folders:
+                for file in _folder_files(folder):
+                    rel = os.path.relpath(file, folder)
+                    yield f"{_top(name)}/{rel}", _file_digest(file, read=os.path.getsize(file) <= BIG_FILE)
+            return
+        path = getattr(top, "__file__", None) or path
+        name = _top(name)
+    if path and os.path.isfile(path):
+        yield name, _file_digest(path)
+    else:
+        yield name, "no source file"
+
+
+def case_digest(module: ModuleType) -> str:
+    """The digest of a case module's source and of what it reaches (see the module's doc)."""
+    own_top = _top(module.__name__) if not module.__name__.startswith("harness.cases") else "harness"
+    parts: dict[str, str] = {}
+    for name in reached(module):
+        parts.update(_module_parts(name, own_top))
+    return _digest(sorted(parts.items()))
+
+
+def case_digests(cases: Iterable[Any], module_of: Any) -> dict[str, str]:
+    """Each case's digest (by case name), from the module its `module` label names (`module_of`), once a module."""
+    by_module: dict[str, str] = {}
+    digests = {}
+    for case in cases:
+        if case.module not in by_module:
+            module = module_of(case.module)
+            by_module[case.module] = case_digest(module) if module is not None else "module not found"
+        digests[case.name] = by_module[case.module]
+    return digests
+
+
+def harness_digest() -> str:
+    """The digest of the harness's own code: every file of its package (the C++ runner's source too)."""
+    import harness
+
+    folder = os.path.dirname(os.path.abspath(harness.__file__))
+    return _digest((os.path.relpath(file, folder), _file_digest(file)) for file in _folder_files(folder))
+
+
+def _digest(parts: Iterable[tuple[str, str]]) -> str:
+    h = hashlib.sha256()
+    for what, digest in parts:
+        h.update(f"{what}\0{digest}\n".encode())
+    return h.hexdigest()

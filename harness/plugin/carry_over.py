@@ -1,0 +1,94 @@
+"""Re-running only what changed: with --baseline, a cell whose digest is the one the baseline recorded for it is carried
+over from the baseline instead of run, marked with the run that measured it (`CellResult.carried_from`).
+
+A cell's digest holds everything its outcome depends on that a later run can know before running it: its id and time
+limit; its case's source and the modules it reaches (harness.authoring.sources); the harness's own code; the versions
+of torch, Triton, CUDA, Python and hypothesis; the GPU, its driver and count, or the interpreter; the C++ compiler and
+CMake; the examples profile, cells per process, how autotuners time, the caches (fresh or reused); --perf and
+--profile-dir; and the environment variables that torch, Triton, CUDA and the compilers read. The controller decides
+once, before the workers start, and tells them which cells to carry; every run records each cell's digest, so that
+any complete run can be a later one's baseline. `--full-run` carries nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from typing import Any
+
+from harness.authoring import registry, sources
+from harness.model.cell import Cell
+from harness.model.fingerprint import Fingerprint
+from harness.model.outcome import CellResult
+from harness.model.results import Results
+from harness.model.rows import parse_timeouts, timeout_for
+
+# The environment variables a cell's code, or the compilers it starts, read: a change to one re-runs every cell.
+READ_VARIABLES = ("TORCH", "PYTORCH", "TRITON", "INDUCTOR", "CUDA", "NVIDIA", "CXX", "CC", "CFLAGS", "CXXFLAGS", "LDFLAGS",
+                  "LD_LIBRARY_PATH", "OMP_", "MKL_")
+
+
+def environment(fingerprint: Fingerprint) -> dict[str, Any]:
+    """What of a run's fingerprint a cell's outcome may depend on: not its time, command, commit or worker count
+    (the sources stand for the commit; a worker count changes what runs beside a cell, not what it checks)."""
+    gpu = fingerprint.gpu
+    return {
+        "mode": fingerprint.mode, "torch": fingerprint.torch, "triton": fingerprint.triton, "cuda": fingerprint.cuda,
+        "gpu": [gpu.available, gpu.name, gpu.count, gpu.driver, gpu.capability], "python": fingerprint.python,
+        "platform": fingerprint.platform, "compiler": fingerprint.recorded("compiler"), "cmake": fingerprint.cmake,
+        "hypothesis": fingerprint.recorded("hypothesis"), "cells_per_process": fingerprint.cells_per_process,
+        "autotune_timing": fingerprint.autotune_timing, "caches": fingerprint.caches,
+    }
+
+
+def read_variables(env: dict[str, str]) -> dict[str, str]:
+    return {name: value for name, value in sorted(env.items()) if name.startswith(READ_VARIABLES)}
+
+
+@dataclasses.dataclass
+class Digests:
+    """Each cell's digest in one run: what it shares with every cell, its case's sources, its time limit."""
+
+    shared: str
+    cases: dict[str, str]
+    timeouts: dict[str, float]
+
+    @classmethod
+    def of_run(cls, fingerprint: Fingerprint, cases: dict[str, Any], options: dict[str, Any], env: dict[str, str]) -> Digests:
+        """`options`: the run's options a cell's outcome depends on beyond its fingerprint (--perf, --profile-dir)."""
+        shared = {"environment": environment(fingerprint), "harness": sources.harness_digest(), "options": options,
+                  "variables": read_variables(env)}
+        return cls(shared=_sha(shared), cases=sources.case_digests(cases.values(), registry.module_of),
+                   timeouts=parse_timeouts(options.get("cell_timeout") or []))
+
+    def of(self, cell: Cell) -> str | None:
+        """The cell's digest; None for a cell of a case this run did not load."""
+        case = self.cases.get(cell.case)
+        if case is None:
+            return None
+        return _sha([self.shared, case, cell.id, timeout_for(cell.row, self.timeouts)])
+
+
+def _sha(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def source_run(baseline: Results, path: str) -> str:
+    """How a carried cell names the run it comes from: that run's time and commit, and the baseline file."""
+    fingerprint = baseline.fingerprint
+    commit = f" at commit {fingerprint.commit[:12]}" if fingerprint.commit else ""
+    return f"the run of {fingerprint.time or 'an unrecorded time'}{commit} ({os.path.basename(path)})"
+
+
+def carried(baseline: Results, digests: Digests, cells: list[Cell]) -> set[Cell]:
+    """The cells of `cells` whose digest is the one `baseline` recorded for them."""
+    before = baseline.by_cell()
+    return {cell for cell in cells if (old := before.get(cell)) is not None and old.digest is not None and old.digest == digests.of(cell)}
+
+
+def carry(old: CellResult, baseline_run: str) -> CellResult:
+    """A carried cell's result: the baseline's, marked with the run that measured it (`source_run`; kept where the
+    baseline carried it itself)."""
+    return dataclasses.replace(old, carried_from=old.carried_from or baseline_run)
