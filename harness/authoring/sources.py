@@ -6,13 +6,15 @@ modules of the functions, classes and kernels it names), transitively. A module 
 counts alone, so that a change to one case file re-runs that case's cells only. A module of another package (a kernel
 library) counts as the whole folder of its top-level package, every file in it (its configs and data too): a library
 that reads a tuning table at run time changes with it. torch, Triton and the standard library are left out: their
-versions are part of the run's environment, which the cell's digest holds beside this one.
+versions are part of the run's environment, which the cell's digest holds beside this one. The environment variables
+these files read by name (`os.getenv("CCE_AUTOTUNE")`) count with their values: a library may choose its kernels by one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from types import ModuleType
 from typing import Any, Iterable, Iterator
@@ -21,6 +23,9 @@ from typing import Any, Iterable, Iterator
 # hypothesis), or they are the harness (its own digest) or the tools that drive it.
 VERSIONED = frozenset({"torch", "triton", "hypothesis", "pytest", "_pytest", "xdist", "pluggy", "harness"})
 BIG_FILE = 1 << 20  # bytes: a larger file of a library's folder (a shared object) counts by its size and time, not read
+# An environment variable a module reads by name (os.getenv("CCE_AUTOTUNE"), os.environ.get(...), os.environ[...]): a
+# library that picks its kernels' configs from one at import is another library when it changes.
+_READS_VARIABLE = re.compile(rb"""(?:getenv|environ\.get|environ\.setdefault|environ)\s*[(\[]\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""")
 
 
 def _top(name: str) -> str:
@@ -71,12 +76,17 @@ def _parents(name: str) -> Iterator[str]:
         yield ".".join(parts[:n])
 
 
-def _file_digest(path: str, read: bool = True) -> str:
+def _file_digest(path: str, read: bool = True, variables: set[str] | None = None) -> str:
+    """The file's sha256 (its size and time where not `read`); the names of the environment variables a Python file
+    reads go into `variables`."""
     if not read:
         stat = os.stat(path)
         return f"size {stat.st_size} mtime {stat.st_mtime_ns}"
     with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+        content = f.read()
+    if variables is not None and path.endswith(".py"):
+        variables.update(name.decode() for name in _READS_VARIABLE.findall(content))
+    return hashlib.sha256(content).hexdigest()
 
 
 def _folder_files(folder: str) -> Iterator[str]:
@@ -87,7 +97,7 @@ def _folder_files(folder: str) -> Iterator[str]:
                 yield os.path.join(root, name)
 
 
-def _module_parts(name: str, own_top: str) -> Iterator[tuple[str, str]]:
+def _module_parts(name: str, own_top: str, variables: set[str]) -> Iterator[tuple[str, str]]:
     """(what, digest) for a reached module: its file, or its whole top-level package's folder for another package's."""
     module = sys.modules.get(name)
     path = getattr(module, "__file__", None)
@@ -98,33 +108,36 @@ def _module_parts(name: str, own_top: str) -> Iterator[tuple[str, str]]:
             for folder in folders:
                 for file in _folder_files(folder):
                     rel = os.path.relpath(file, folder)
-                    yield f"{_top(name)}/{rel}", _file_digest(file, read=os.path.getsize(file) <= BIG_FILE)
+                    yield f"{_top(name)}/{rel}", _file_digest(file, read=os.path.getsize(file) <= BIG_FILE, variables=variables)
             return
         path = getattr(top, "__file__", None) or path
         name = _top(name)
     if path and os.path.isfile(path):
-        yield name, _file_digest(path)
+        yield name, _file_digest(path, variables=variables)
     else:
         yield name, "no source file"
 
 
-def case_digest(module: ModuleType) -> str:
-    """The digest of a case module's source and of what it reaches (see the module's doc)."""
+def case_digest(module: ModuleType, env: dict[str, str]) -> str:
+    """The digest of a case module's source and of what it reaches (see the module's doc), and of the values in `env`
+    of the environment variables their Python files read by name."""
     own_top = _top(module.__name__) if not module.__name__.startswith("harness.cases") else "harness"
     parts: dict[str, str] = {}
+    variables: set[str] = set()
     for name in reached(module):
-        parts.update(_module_parts(name, own_top))
+        parts.update(_module_parts(name, own_top, variables))
+    parts.update({f"${name}": repr(env.get(name)) for name in variables})
     return _digest(sorted(parts.items()))
 
 
-def case_digests(cases: Iterable[Any], module_of: Any) -> dict[str, str]:
+def case_digests(cases: Iterable[Any], module_of: Any, env: dict[str, str]) -> dict[str, str]:
     """Each case's digest (by case name), from the module its `module` label names (`module_of`), once a module."""
     by_module: dict[str, str] = {}
     digests = {}
     for case in cases:
         if case.module not in by_module:
             module = module_of(case.module)
-            by_module[case.module] = case_digest(module) if module is not None else "module not found"
+            by_module[case.module] = case_digest(module, env) if module is not None else "module not found"
         digests[case.name] = by_module[case.module]
     return digests
 

@@ -5,7 +5,8 @@ A cell's digest holds everything its outcome depends on that a later run can kno
 limit; its case's source and the modules it reaches (harness.authoring.sources); the harness's own code; the versions
 of torch, Triton, CUDA, Python and hypothesis; the GPU, its driver and count, or the interpreter; the C++ compiler and
 CMake; the examples profile, cells per process, how autotuners time, the caches (fresh or reused); --perf and
---profile-dir; and the environment variables that torch, Triton, CUDA and the compilers read. The controller decides
+--profile-dir; the environment variables that torch, Triton, CUDA and the compilers read, and those the case's
+sources read by name. The controller decides
 once, before the workers start, and tells them which cells to carry; every run records each cell's digest, so that
 any complete run can be a later one's baseline. `--full-run` carries nothing.
 """
@@ -60,7 +61,7 @@ class Digests:
         """`options`: the run's options a cell's outcome depends on beyond its fingerprint (--perf, --profile-dir)."""
         shared = {"environment": environment(fingerprint), "harness": sources.harness_digest(), "options": options,
                   "variables": read_variables(env)}
-        return cls(shared=_sha(shared), cases=sources.case_digests(cases.values(), registry.module_of),
+        return cls(shared=_sha(shared), cases=sources.case_digests(cases.values(), registry.module_of, env),
                    timeouts=parse_timeouts(options.get("cell_timeout") or []))
 
     def of(self, cell: Cell) -> str | None:

@@ -101,3 +101,13 @@ def test_a_case_reaches_the_modules_of_the_kernels_it_names_but_not_torch_triton
     assert "tests.harness.planted_shipped" in reached
     assert any(name.startswith("tests.harness.planted_library") for name in reached)
     assert not [name for name in reached if name.split(".")[0] in ("torch", "triton", "harness", "hypothesis")]
+
+
+def test_a_case_digest_changes_with_the_environment_variables_its_library_reads_by_name(tmp_path, monkeypatch):
+    (tmp_path / "tcm_reads_a_variable.py").write_text('import os\nAUTOTUNE = os.getenv("TCM_LIBRARY_AUTOTUNE", "0") != "0"\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tcm_reads_a_variable
+
+    unset = sources.case_digest(tcm_reads_a_variable, {"UNRELATED": "1"})
+    assert sources.case_digest(tcm_reads_a_variable, {}) == unset
+    assert sources.case_digest(tcm_reads_a_variable, {"TCM_LIBRARY_AUTOTUNE": "1"}) != unset
