@@ -40,11 +40,14 @@ def _left_out(name: str) -> bool:
     return top in VERSIONED or top in sys.stdlib_module_names or top.startswith("_")
 
 
-def _named_modules(module: ModuleType) -> Iterator[str]:
-    """The names of the modules that `module`'s globals hold or whose functions, classes and kernels they name."""
+def _named_modules(module: ModuleType, submodules: bool = True) -> Iterator[str]:
+    """The names of the modules that `module`'s globals hold or whose functions, classes and kernels they name; without
+    `submodules`, not a package's own submodules, which the import system sets on it as attributes when any of them is
+    imported (a package reached only because a case module is in it reaches its code, not every case beside it)."""
     for value in list(vars(module).values()):
         if isinstance(value, ModuleType):
-            yield value.__name__
+            if submodules or not value.__name__.startswith(module.__name__ + "."):
+                yield value.__name__
             continue
         # A Triton kernel (JITFunction, Autotuner, Heuristics) names its function's module through .fn, down its wrappers.
         inner, seen = value, 0
@@ -57,16 +60,19 @@ def _named_modules(module: ModuleType) -> Iterator[str]:
 
 
 def reached(module: ModuleType) -> list[str]:
-    """The names of the loaded modules `module` reaches through its globals, itself among them, less those left out."""
-    found, todo = set(), [module.__name__]
+    """The names of the loaded modules `module` reaches through its globals, itself among them, less those left out. A
+    package above a reached module counts (its __init__ runs first), but reaches its own submodules only as its globals'
+    functions and classes name them."""
+    found: dict[str, bool] = {}  # name -> reached by reference (its submodules followed), not only as a package above one
+    todo = [(module.__name__, True)]
     while todo:
-        name = todo.pop()
+        name, by_reference = todo.pop()
         loaded = sys.modules.get(name)
-        if name in found or loaded is None or _left_out(name):
+        if (name in found and found[name] >= by_reference) or loaded is None or _left_out(name):
             continue
-        found.add(name)
-        todo.extend(_named_modules(loaded))
-        todo.extend(n for n in _parents(name))  # a package's __init__ runs before its module
+        found[name] = by_reference
+        todo.extend((n, True) for n in _named_modules(loaded, submodules=by_reference))
+        todo.extend((n, False) for n in _parents(name))
     return sorted(found)
 
 

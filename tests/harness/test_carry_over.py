@@ -95,7 +95,14 @@ def test_a_cells_digest_changes_with_the_driver_the_compiler_and_the_variables_t
 
 
 def test_a_case_reaches_the_modules_of_the_kernels_it_names_but_not_torch_triton_or_the_harness():
+    import harness.cases.add
+    import harness.cases.add_autotuned
+    import harness.cases.sin
     import tests.harness.planted_shipped as shipped
+
+    # A case file of a package reaches the package's __init__, not the case files beside it, unless it imports from one.
+    assert sources.reached(harness.cases.sin) == ["harness.cases", "harness.cases.sin"]
+    assert "harness.cases.add" in sources.reached(harness.cases.add_autotuned)
 
     reached = sources.reached(shipped)
     assert "tests.harness.planted_shipped" in reached
