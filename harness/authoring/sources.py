@@ -1,5 +1,6 @@
-"""What a case's outcome depends on in source: its module, the modules it reaches, and the harness's own code, each as a
-digest. A run carries a cell over from an earlier one only while these are unchanged (harness.plugin.carry_over).
+"""What a case's outcome depends on in source, as digests: its module, the modules it reaches, the harness's code.
+
+A run carries a cell over from an earlier one only while these are unchanged (harness.plugin.carry_over).
 
 The modules a case reaches are found in the process that loaded it, from what its module's globals hold (modules, and the
 modules of the functions, classes and kernels it names), transitively. A module of the case's own top-level package
@@ -51,12 +52,20 @@ def _named_modules(module: ModuleType, submodules: bool = True) -> Iterator[str]
             continue
         # A Triton kernel (JITFunction, Autotuner, Heuristics) names its function's module through .fn, down its wrappers.
         inner, seen = value, 0
-        while hasattr(inner, "fn") and seen < 4:
-            inner, seen = inner.fn, seen + 1
-        for obj in (value, inner, getattr(value, "func", None)):  # functools.partial keeps its function in .func
-            owner = getattr(obj, "__module__", None) if obj is not None else None
+        while (deeper := _attribute(inner, "fn")) is not None and seen < 4:
+            inner, seen = deeper, seen + 1
+        for obj in (value, inner, _attribute(value, "func")):  # functools.partial keeps its function in .func
+            owner = _attribute(obj, "__module__") if obj is not None else None
             if isinstance(owner, str):
                 yield owner
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    """getattr(obj, name, None) for any object a module holds: a proxy or a settings object may raise anything."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - another library's __getattr__
+        return None
 
 
 def reached(module: ModuleType) -> list[str]:

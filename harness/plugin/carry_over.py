@@ -1,14 +1,13 @@
-"""Re-running only what changed: with --baseline, a cell whose digest is the one the baseline recorded for it is carried
-over from the baseline instead of run, marked with the run that measured it (`CellResult.carried_from`).
+"""Re-running only what changed: with --baseline, a cell whose digest is unchanged is carried over, not run.
 
-A cell's digest holds everything its outcome depends on that a later run can know before running it: its id and time
-limit; its case's source and the modules it reaches (harness.authoring.sources); the harness's own code; the versions
-of torch, Triton, CUDA, Python and hypothesis; the GPU, its driver and count, or the interpreter; the C++ compiler and
-CMake; the examples profile, cells per process, how autotuners time, the caches (fresh or reused); --perf and
---profile-dir; the environment variables that torch, Triton, CUDA and the compilers read, and those the case's
-sources read by name. The controller decides
-once, before the workers start, and tells them which cells to carry; every run records each cell's digest, so that
-any complete run can be a later one's baseline. `--full-run` carries nothing.
+Its result is then the baseline's, marked with the run that measured it (`CellResult.carried_from`). A cell's digest
+holds everything its outcome depends on that a run can know before running it: its id and time limit; its case's source
+and the modules it reaches (harness.authoring.sources), with the environment variables those read by name; the
+harness's own code; the versions of torch, Triton, CUDA, Python and hypothesis; the GPU, its driver and count, or the
+interpreter; the C++ compiler and CMake; the examples profile, cells per process, how autotuners time, the caches
+(fresh or reused); --perf and --profile-dir; the environment variables torch, Triton, CUDA and the compilers read. The
+controller decides once, before the workers start, and tells them which cells to carry; every run records each cell's
+digest, so that any run can be a later one's baseline. `--full-run` carries nothing.
 """
 
 from __future__ import annotations

@@ -173,7 +173,8 @@ def carried_cells(config: pytest.Config) -> frozenset[str]:
     as the controller decided them once for every worker."""
     if hasattr(config, "workerinput"):
         return frozenset(config.workerinput.get("tcm_carried") or ())
-    return config.pluginmanager.get_plugin(CONTROLLER).carried_ids()
+    controller = config.pluginmanager.get_plugin(CONTROLLER)
+    return controller.carried_ids() if controller is not None else frozenset()
 
 
 def shard_of(config: pytest.Config) -> shard.Shard | None:

@@ -245,18 +245,21 @@ def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     cells["planted_segfault-raw-eager"] = dict(cells["planted_wrong-raw-eager"], cell="planted_segfault-raw-eager", case="planted_segfault")
     data["cells"] = list(cells.values())
     baseline.write_text(json.dumps(data))
-    proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}"])
+    # --full-run: the edited baseline's digests are this run's, so without it its cells would be carried over, not checked.
+    proc, _, _ = run_matrix(tmp_path, selection, workers=0, extra=[f"--baseline={baseline}", "--full-run"])
     assert proc.returncode == 1
     assert "REGRESSED: planted_wrong-raw-eager passed in the baseline, now WRONG" in proc.stdout
     assert "IMPROVED: planted_ok-raw-eager was fail @run" in proc.stdout
-    assert f"--baseline={baseline} --accept`" in proc.stdout and "`triton-compat-matrix run -n 0 -q " in proc.stdout
+    assert f"--baseline={baseline} --full-run --accept`" in proc.stdout and "`triton-compat-matrix run -n 0 -q " in proc.stdout
     failed = {line.split("[", 1)[1].split("]", 1)[0] for line in proc.stdout.splitlines() if line.startswith("FAILED ")}
     assert failed == {"planted_wrong-raw-eager", "planted_ok-raw-eager"}, proc.stdout[-3000:]
     assert "REGRESSED: planted_unwritten" not in proc.stdout and "IMPROVED: planted_unwritten" not in proc.stdout
     assert "1 baseline cells did not run: planted_segfault-raw-eager" in proc.stdout
 
-    # Accepting from a run of one cell takes that cell's outcome and keeps the baseline's other cells.
-    proc, _, _ = run_matrix(tmp_path, "test_cell[planted_wrong-raw-eager]", workers=0, extra=[f"--baseline={baseline}", "--accept"])
+    # Accepting from a run of one cell takes that cell's outcome and keeps the baseline's other cells (--full-run: measured
+    # again, not carried over from the edited baseline).
+    proc, _, _ = run_matrix(tmp_path, "test_cell[planted_wrong-raw-eager]", workers=0,
+                            extra=[f"--baseline={baseline}", "--full-run", "--accept"])
     assert proc.returncode == 0 and "accepted this run's outcomes of 1 cells into the baseline" in proc.stdout, proc.stdout[-3000:]
     accepted = {c.cell.id: c for c in load(str(baseline)).cells}
     assert set(accepted) == set(cells) and accepted["planted_wrong-raw-eager"].outcome.value == "wrong"
