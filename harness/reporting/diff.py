@@ -6,6 +6,7 @@ Modelled on PyTorch's benchmark accuracy check: a run is judged against another,
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -150,6 +151,10 @@ def render(old_path: str, old: Results, new_path: str, new: Results, diff: Diff)
         if run.missing:  # cells it collected and never ran: a killed or interrupted run
             out += [f"> **WARNING: {path} is an incomplete run** ({run.interrupted or 'stopped early'}): {len(run.missing)} of its "
                     "cells never reported, and are compared as missing or new, not as outcomes.", ""]
+    for path, run in ((old_path, old), (new_path, new)):
+        carried = Counter(c.carried_from for c in run.cells if c.carried_from)
+        for source, count in sorted(carried.items()):  # their outcomes are that run's: an unchanged one measured nothing again
+            out += [f"> {path}: {count} cells carried over from {source}, not run again (--baseline).", ""]
     out.append(f"{headline(diff)}.")
     flagged = why.flags_line([b for _, b in diff.regressed + diff.changed] + diff.new, new.fingerprint)
     if flagged:

@@ -32,6 +32,16 @@ def test_identical_runs_have_no_differences(tmp_path, real_run, capsys):
     assert f"0 regressed, 0 fixed, 0 failing differently, 0 new, 0 missing**, {len(real_run['cells'])} unchanged" in capsys.readouterr().out
 
 
+def test_a_run_that_carried_cells_over_says_how_many_and_from_which_run(tmp_path, real_run, capsys):
+    old = write(tmp_path, "old.json", real_run)
+    for cell_id in ("add-raw-eager", "sin-raw-eager"):
+        cell(real_run, cell_id)["carried_from"] = "the run of 2026-11-28T00:51:53+00:00 at commit f9a8a91 (results.json)"
+    new = write(tmp_path, "new.json", real_run)
+    assert cli(["diff", old, new]) == 0
+    assert (f"{new}: 2 cells carried over from the run of 2026-11-28T00:51:53+00:00 at commit f9a8a91 (results.json), not run "
+            "again (--baseline).") in capsys.readouterr().out
+
+
 def test_regressed_fixed_changed_new_and_missing_cells_are_grouped(tmp_path, real_run, capsys):
     old_run = json.loads(json.dumps(real_run))
     old_run["cells"] = [c for c in old_run["cells"] if c["cell"] != "sin-control-opcheck"]  # new in the new run
