@@ -38,6 +38,9 @@ class InGraph(str, enum.Enum):
     ABSENT = "absent"  # neither: the graph holds no kernel
 
 
+# How a crash the controller records for a cell whose pytest worker died begins (harness.plugin.controller).
+WORKER_DIED = "the pytest worker running this cell died: "
+
 # Timings.stages' name for the time a cell waited for another cell's build of the package it runs.
 WAITED_FOR_PACKAGE = "waiting for a package another cell builds"
 

@@ -21,7 +21,7 @@ from typing import Any
 from harness.authoring import registry, sources
 from harness.model.cell import Cell
 from harness.model.fingerprint import Fingerprint
-from harness.model.outcome import CellResult
+from harness.model.outcome import WORKER_DIED, CellResult, Fault, Outcome
 from harness.model.results import Results
 from harness.model.rows import parse_timeouts, timeout_for
 
@@ -83,9 +83,21 @@ def source_run(baseline: Results, path: str) -> str:
 
 
 def carried(baseline: Results, digests: Digests, cells: list[Cell]) -> set[Cell]:
-    """The cells of `cells` whose digest is the one `baseline` recorded for them."""
+    """The cells of `cells` whose digest is the one `baseline` recorded for them, and whose outcome says something of
+    the cell alone (`carriable`)."""
     before = baseline.by_cell()
-    return {cell for cell in cells if (old := before.get(cell)) is not None and old.digest is not None and old.digest == digests.of(cell)}
+    return {cell for cell in cells if (old := before.get(cell)) is not None and carriable(old) and old.digest == digests.of(cell)}
+
+
+def carriable(old: CellResult) -> bool:
+    """May this recorded result stand for a run of the same inputs? Not without a digest (recorded before digests were),
+    not a timeout (a loaded machine's as much as the cell's), not the harness's own error or a pytest worker that died
+    (the harness's fault, not a finding)."""
+    if old.digest is None or old.outcome is Outcome.TIMEOUT:
+        return False
+    if old.outcome is Outcome.ERROR and old.fault is Fault.HARNESS:
+        return False
+    return not (old.outcome is Outcome.CRASH and (old.message or "").startswith(WORKER_DIED))
 
 
 def carry(old: CellResult, baseline_run: str) -> CellResult:

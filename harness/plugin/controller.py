@@ -29,7 +29,7 @@ from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import OutputNotWritten, ResultsError
 from harness.model.fingerprint import Fingerprint, ShardPart
 from harness.model.judging import blame_environment
-from harness.model.outcome import CellResult, Fault, Outcome
+from harness.model.outcome import WORKER_DIED, CellResult, Fault, Outcome
 from harness.model.results import Results
 from harness.model.settings import PROFILES
 from harness.plugin import carry_over, estimate, heap
@@ -324,7 +324,7 @@ class MatrixController:
             died = "crashed" in text or report.when == "???"
             self.results[cell] = CellResult(
                 cell, Outcome.CRASH if died else Outcome.ERROR, fault=None if died else Fault.HARNESS,
-                message=("the pytest worker running this cell died: " if died else "harness error: ")
+                message=(WORKER_DIED if died else "harness error: ")
                 + (text.strip().splitlines() or [""])[-1][:300],
             )
         if result is not None and result.outcome not in (Outcome.PASS, Outcome.SKIPPED):

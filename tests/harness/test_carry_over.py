@@ -118,3 +118,26 @@ def test_a_case_digest_changes_with_the_environment_variables_its_library_reads_
     unset = sources.case_digest(tcm_reads_a_variable, {"UNRELATED": "1"})
     assert sources.case_digest(tcm_reads_a_variable, {}) == unset
     assert sources.case_digest(tcm_reads_a_variable, {"TCM_LIBRARY_AUTOTUNE": "1"}) != unset
+
+
+def test_a_timeout_a_harness_error_a_dead_worker_or_a_cell_without_digest_is_never_carried_over():
+    from harness.model.cell import Cell
+    from harness.model.outcome import WORKER_DIED, CellResult, Fault, Outcome
+    from harness.model.results import Results
+
+    digests = carry_over.Digests(shared="s", cases={"add": "a"}, timeouts={})
+    recorded = {
+        "add-raw-eager": dict(outcome=Outcome.FAIL),  # a finding: carried
+        "add-raw-export_strict": dict(outcome=Outcome.ERROR, fault=Fault.CASE),  # the case's own error, as its source makes it
+        "add-raw-compile_default": dict(outcome=Outcome.TIMEOUT),
+        "add-raw-compile_fullgraph": dict(outcome=Outcome.ERROR, fault=Fault.HARNESS),
+        "add-raw-compile_dynamic": dict(outcome=Outcome.CRASH, message=WORKER_DIED + "node down"),
+        "add-raw-export_nonstrict": dict(outcome=Outcome.PASS, digest=None),
+        "add-control-eager": dict(outcome=Outcome.PASS, digest="another run's inputs"),
+    }
+    cells = []
+    for cell_id, fields in recorded.items():
+        cell = Cell.parse(cell_id)
+        cells.append(CellResult(cell, **{"digest": digests.of(cell), **fields}))
+    kept = carry_over.carried(Results(fingerprint=_fingerprint(), cells=cells), digests, [c.cell for c in cells])
+    assert {c.id for c in kept} == {"add-raw-eager", "add-raw-export_strict"}
