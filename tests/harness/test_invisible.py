@@ -97,7 +97,7 @@ def reproduced(idioms):
     return check, (folder / "repro" / "REPRO.md").read_text()
 
 
-def test_every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_has_in_a_fresh_interpreter(idioms, reproduced):
+def _every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_has_in_a_fresh_interpreter(idioms, reproduced):
     results = idioms[0]
     check, repro = reproduced
     cells = {c["cell"]: c for c in results["cells"]}
@@ -117,7 +117,13 @@ def test_every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_h
     assert kinds == set(Kind) - (set() if ON_GPU else {Kind.WARM_CACHE, *left_to_production_rows}), sorted(k.value for k in kinds)
 
 
-def test_a_runner_differs_from_a_fresh_python_that_imports_the_case_only_in_the_conditions_documented(idioms):
+def test_every_cell_of_the_audit_has_the_outcome_of_its_program_alone_and_its_runner_differs_only_as_documented(idioms, reproduced):
+    """The audit's two checks in one test: as two, xdist could give them to two workers, each running the audit's matrix."""
+    _every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_has_in_a_fresh_interpreter(idioms, reproduced)
+    _runner_differs_from_a_fresh_python_that_imports_the_case_only_in_the_conditions_documented(idioms)
+
+
+def _runner_differs_from_a_fresh_python_that_imports_the_case_only_in_the_conditions_documented(idioms):
     _, _, snapshots, env, cases = idioms
     in_runners = [s for s in snapshots if s["__main__"] == RUNNER_MODULE]
     assert in_runners, "no cell's make_inputs ran in a runner"
