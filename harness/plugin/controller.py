@@ -111,6 +111,7 @@ class MatrixController:
         self._this_machine: Future[Fingerprint | None] | None = None  # what the machine is, read beside the first cells
         self._carried: frozenset[str] | None = None  # the cells carried over from --baseline (carried_ids)
         self._carried_from = ""  # the run they come from (carry_over.source_run)
+        self._made_digests: carry_over.Digests | None = None  # each cell's digest (_digests)
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
             self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
@@ -243,7 +244,8 @@ class MatrixController:
 
         cases = loaded(self.config).cases
         workers = getattr(self.config.option, "numprocesses", None)
-        return estimate.Plan(cells=sorted(self._to_run()), carried=len(self.collected) - len(self._to_run()),
+        to_run = self._to_run()
+        return estimate.Plan(cells=sorted(to_run), carried=len(self.collected) - len(to_run),
                              carried_from=self._carried_from, all_cells=len(matrix_cells(cases)), cases=cases,
                              specs=case_specs(self.config), profile=profile_name(self.config),
                              gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
@@ -432,9 +434,12 @@ class MatrixController:
         return fingerprint
 
     def _digests(self, fingerprint: Fingerprint) -> carry_over.Digests:
-        options = {"perf": self.config.getoption("perf"), "profile_dir": bool(self.config.getoption("profile_dir")),
-                   "cell_timeout": self.config.getoption("cell_timeout")}
-        return carry_over.Digests.of_run(fingerprint, loaded(self.config).cases, options, dict(os.environ))
+        """Each cell's digest, made once a run: the carry-over decision's serve the reports (nothing they hold changes)."""
+        if self._made_digests is None:
+            options = {"perf": self.config.getoption("perf"), "profile_dir": bool(self.config.getoption("profile_dir")),
+                       "cell_timeout": self.config.getoption("cell_timeout")}
+            self._made_digests = carry_over.Digests.of_run(fingerprint, loaded(self.config).cases, options, dict(os.environ))
+        return self._made_digests
 
     def carried_ids(self) -> frozenset[str]:
         """The ids of the cells this run carries over from its --baseline (harness.plugin.carry_over), decided once, before
