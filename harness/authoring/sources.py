@@ -112,35 +112,44 @@ def _folder_files(folder: str) -> Iterator[str]:
                 yield os.path.join(root, name)
 
 
-def _module_parts(name: str, own_top: str, variables: set[str]) -> Iterator[tuple[str, str]]:
-    """(what, digest) for a reached module: its file, or its whole top-level package's folder for another package's."""
-    module = sys.modules.get(name)
-    path = getattr(module, "__file__", None)
-    if _top(name) != own_top:
-        top = sys.modules.get(_top(name))
-        folders = list(getattr(top, "__path__", []) or [])
-        if folders:  # a package: every file of its folder (or folders, for a namespace package)
-            for folder in folders:
-                for file in _folder_files(folder):
-                    rel = os.path.relpath(file, folder)
-                    yield f"{_top(name)}/{rel}", _file_digest(file, read=os.path.getsize(file) <= BIG_FILE, variables=variables)
-            return
-        path = getattr(top, "__file__", None) or path
-        name = _top(name)
-    if path and os.path.isfile(path):
-        yield name, _file_digest(path, variables=variables)
-    else:
-        yield name, "no source file"
+def _library_parts(top: str, variables: set[str]) -> dict[str, str]:
+    """{what: digest} for another package reached: every file of its top-level package's folder (or folders, for a
+    namespace package), or the file of a top-level module that is no package."""
+    module = sys.modules.get(top)
+    folders = list(getattr(module, "__path__", []) or [])
+    if not folders:
+        path = getattr(module, "__file__", None)
+        return {top: _file_digest(path, variables=variables) if path and os.path.isfile(path) else "no source file"}
+    parts = {}
+    for folder in folders:
+        for file in _folder_files(folder):
+            parts[f"{top}/{os.path.relpath(file, folder)}"] = _file_digest(file, read=os.path.getsize(file) <= BIG_FILE, variables=variables)
+    return parts
 
 
-def case_digest(module: ModuleType, env: dict[str, str]) -> str:
+def _own_part(name: str, variables: set[str]) -> str:
+    path = getattr(sys.modules.get(name), "__file__", None)
+    return _file_digest(path, variables=variables) if path and os.path.isfile(path) else "no source file"
+
+
+def case_digest(module: ModuleType, env: dict[str, str], libraries: dict[str, tuple[dict[str, str], set[str]]] | None = None) -> str:
     """The digest of a case module's source and of what it reaches (see the module's doc), and of the values in `env`
-    of the environment variables their Python files read by name."""
+    of the environment variables their Python files read by name. `libraries` keeps each other package's files and
+    variables once read: a library's folder is read once a run, not once for each of its modules each case reaches."""
     own_top = _top(module.__name__) if not module.__name__.startswith("harness.cases") else "harness"
+    libraries = {} if libraries is None else libraries
     parts: dict[str, str] = {}
     variables: set[str] = set()
     for name in reached(module):
-        parts.update(_module_parts(name, own_top, variables))
+        if _top(name) == own_top:
+            parts[name] = _own_part(name, variables)
+            continue
+        if _top(name) not in libraries:
+            read: set[str] = set()
+            libraries[_top(name)] = _library_parts(_top(name), read), read
+        library, read = libraries[_top(name)]
+        parts.update(library)
+        variables |= read
     parts.update({f"${name}": repr(env.get(name)) for name in variables})
     return _digest(sorted(parts.items()))
 
@@ -148,11 +157,12 @@ def case_digest(module: ModuleType, env: dict[str, str]) -> str:
 def case_digests(cases: Iterable[Any], module_of: Any, env: dict[str, str]) -> dict[str, str]:
     """Each case's digest (by case name), from the module its `module` label names (`module_of`), once a module."""
     by_module: dict[str, str] = {}
+    libraries: dict[str, tuple[dict[str, str], set[str]]] = {}
     digests = {}
     for case in cases:
         if case.module not in by_module:
             module = module_of(case.module)
-            by_module[case.module] = case_digest(module, env) if module is not None else "module not found"
+            by_module[case.module] = case_digest(module, env, libraries) if module is not None else "module not found"
         digests[case.name] = by_module[case.module]
     return digests
 

@@ -141,3 +141,30 @@ def test_a_timeout_a_harness_error_a_dead_worker_or_a_cell_without_digest_is_nev
         cells.append(CellResult(cell, **{"digest": digests.of(cell), **fields}))
     kept = carry_over.carried(Results(fingerprint=_fingerprint(), cells=cells), digests, [c.cell for c in cells])
     assert {c.id for c in kept} == {"add-raw-eager", "add-raw-export_strict"}
+
+
+def test_a_library_folder_is_read_once_a_run_however_many_of_its_modules_the_cases_reach(tmp_path, monkeypatch):
+    # Read once for each of its modules each case reached, a library of hundreds of files (FlagGems) took the controller
+    # minutes at the start and the end of a run.
+    library = tmp_path / "tcm_wide_library"
+    library.mkdir()
+    (library / "__init__.py").write_text("from . import a, b, c\n")
+    for name in "abc":
+        (library / f"{name}.py").write_text(f"def kernel_{name}():\n    return {name!r}\n")
+    (library / "tuning.json").write_text("{}")
+    for case in ("wide_case_one", "wide_case_two"):
+        (tmp_path / f"{case}.py").write_text("from tcm_wide_library.a import kernel_a\nfrom tcm_wide_library.b import kernel_b\n"
+                                              "from tcm_wide_library.c import kernel_c\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import wide_case_one
+    import wide_case_two
+
+    reads = []
+    monkeypatch.setattr(sources, "_file_digest", lambda path, *args, _real=sources._file_digest, **kwargs: reads.append(path) or _real(path, *args, **kwargs))
+    cases = [dataclasses.make_dataclass("C", ["name", "module"])(name, name) for name in ("wide_case_one", "wide_case_two")]
+    before = sources.case_digests(cases, {"wide_case_one": wide_case_one, "wide_case_two": wide_case_two}.get, {})
+    in_library = [path for path in reads if os.path.dirname(path) == str(library)]
+    assert sorted(in_library) == sorted(str(library / name) for name in ("__init__.py", "a.py", "b.py", "c.py", "tuning.json"))
+    (library / "tuning.json").write_text('{"BLOCK": 64}')  # still every file of the folder, in each case's digest
+    after = sources.case_digests(cases, {"wide_case_one": wide_case_one, "wide_case_two": wide_case_two}.get, {})
+    assert before.keys() == after.keys() and all(before[case] != after[case] for case in before)
