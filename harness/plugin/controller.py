@@ -56,6 +56,15 @@ PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
 MAX_SOCKET_PATH = 107  # bytes in a Unix socket's path on Linux (sun_path, less its terminating NUL)
 
 
+def _worker_pid(node: Any) -> int | None:
+    """An xdist worker's process id, from what execnet read of it when xdist set the worker up (its remote info, which
+    xdist caches there); None where that is not there (a worker on another host, another execnet)."""
+    try:
+        return int(node.gateway._rinfo().pid) if node.gateway.spec.popen else None
+    except Exception:  # noqa: BLE001 - execnet's private API: any failure only means the worker is not told
+        return None
+
+
 def _holds_a_complete_run(folder: str) -> bool:
     try:
         return results_file.load(os.path.join(folder, "results.json")).complete
@@ -112,6 +121,7 @@ class MatrixController:
         self._carried: frozenset[str] | None = None  # the cells carried over from --baseline (carried_ids)
         self._carried_from = ""  # the run they come from (carry_over.source_run)
         self._made_digests: carry_over.Digests | None = None  # each cell's digest (_digests)
+        self._worker_pids: list[int] = []  # each worker's process, told when the run stops (pytest_keyboard_interrupt)
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
             self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
@@ -124,11 +134,22 @@ class MatrixController:
     def pytest_configure_node(self, node: Any) -> None:
         self._timeline.setdefault("first_configured", round(time.time() - self.started, 2))
         self._workers = node.workerinput["workercount"]
+        if (pid := _worker_pid(node)) is not None:
+            self._worker_pids.append(pid)
         node.workerinput["tcm_run_caches"] = self.run_caches
         node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.run_zygote(node.workerinput["workercount"])
         node.workerinput["tcm_runner_template"] = node.workerinput["tcm_zygote"] and self.runner_template_socket()
         node.workerinput["tcm_carried"] = sorted(self.carried_ids())
         self._timeline["last_configured"] = round(time.time() - self.started, 2)
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        """The run stops (Ctrl-C, or SIGTERM, or a signal that bench passed on, sent to this process alone): each worker
+        is interrupted as Ctrl-C at a terminal interrupts it, so that it ends the cell in flight at once, its runner
+        killed, instead of finishing it (minutes, for a library's autotuned cell) while nothing waits for its result.
+        A worker that the terminal's Ctrl-C reached already counts this one as a second, and ignores it."""
+        for pid in self._worker_pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGINT)
 
     def run_zygote(self, workers: int) -> str | None:
         """The socket of the run's zygote (harness.processes.zygote), which forks the run's runner template, every

@@ -225,8 +225,9 @@ def _segfault():
 
 def _hang():
     marker = os.environ.get("TCM_PLANTED_HANGING")
-    if marker:  # tells a test that the run is now stuck in this cell
-        open(marker, "w").close()
+    if marker:  # tells a test that the run is now stuck in this cell, and in which process
+        with open(marker, "w") as f:
+            f.write(str(os.getpid()))
     time.sleep(3600)
 
 

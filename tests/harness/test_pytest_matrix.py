@@ -148,6 +148,15 @@ def _start_matrix(tmp_path, selection, workers, report_dir=True):
     )
 
 
+def _running(pid):
+    """Whether the process exists and is not a zombie waiting for its parent to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 @pytest.mark.skipif(sys.platform != "linux", reason="signals processes by pid")
 @pytest.mark.parametrize("how", ["ctrl-c", "ctrl-c twice", "sigterm", "sigkill"])
 def test_an_interrupted_run_leaves_the_complete_reports_and_writes_its_own_to_partial_marked_incomplete(tmp_path, how):
@@ -173,6 +182,13 @@ def test_an_interrupted_run_leaves_the_complete_reports_and_writes_its_own_to_pa
      "sigkill": lambda: proc.send_signal(signal.SIGKILL),
      # a second Ctrl-C while the run stops: every process of it ignores it (no traceback from wherever it landed)
      "ctrl-c twice": lambda: (os.killpg(proc.pid, signal.SIGINT), time.sleep(0.5), os.killpg(proc.pid, signal.SIGINT))}[how]()
+    if how == "sigterm":
+        # Sent to the controller alone, as `kill` or bench sends it: the controller interrupts its workers as Ctrl-C
+        # does, so the hanging cell's runner is killed before the reports are written, not left to xdist's shutdown.
+        runner = int((tmp_path / "hanging").read_text())
+        while not (reports / "partial" / "results.json").exists() and proc.poll() is None:
+            time.sleep(0.05)
+        assert not _running(runner), "the hanging cell's runner was still running when the reports were written"
     try:
         proc.wait(timeout=120)
     except subprocess.TimeoutExpired:
