@@ -33,6 +33,7 @@ from harness.model.outcome import WORKER_DIED, CellResult, Fault, Outcome
 from harness.model.results import Results
 from harness.model.settings import PROFILES
 from harness.plugin import carry_over, estimate, heap
+from harness.plugin.interrupts import redelivered_after_a_collection
 from harness.plugin.options import (
     DEFAULT_REPORT_DIR,
     PARTIAL,
@@ -127,6 +128,8 @@ class MatrixController:
             self._sigterm = signal.signal(signal.SIGTERM, self._terminated)
 
     def _terminated(self, signum: int, frame: Any) -> None:
+        if redelivered_after_a_collection(signum, frame):
+            return
         self.stopped_by = "SIGTERM"
         raise KeyboardInterrupt("SIGTERM")
 

@@ -875,3 +875,32 @@ def test_a_view_with_gaps_between_its_rows_is_sent_to_another_process_with_its_o
     [received] = torch.load(tmp_path / "in.pt")
     assert received.stride() == (8, 1) and torch.equal(received, view)
     assert with_its_strides(view.t()).stride() == view.t().stride()  # any layout, transposed included
+
+
+def test_a_ctrl_c_that_lands_in_a_garbage_collectors_callback_still_stops_the_run():
+    """Raised in the collector's callback (hypothesis installs one), KeyboardInterrupt was printed as ignored and lost:
+    the controller went on as if never interrupted."""
+    import gc
+    import signal
+    import time
+
+    from harness.plugin.interrupts import OnceInterrupted
+
+    def callback(phase, info):
+        if phase == "start":
+            os.kill(os.getpid(), signal.SIGINT)  # handled at the callback's next instruction, inside it
+            sum(range(1000))
+
+    handler = OnceInterrupted(raises=True)
+    previous = signal.signal(signal.SIGINT, handler)
+    gc.callbacks.append(callback)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            gc.collect()
+            gc.callbacks.remove(callback)
+            time.sleep(5)  # the interrupt arrives again once the collection is over
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if callback in gc.callbacks:
+            gc.callbacks.remove(callback)
+    assert handler.count == 1
