@@ -132,14 +132,3 @@ def run_planted(planted_runner):
                           timeout)
 
     return run
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "long(seconds): one of the longest tests (a matrix run of its own, a build), with its time "
-                                       "in CI: collected first, the longest first")
-
-
-def pytest_collection_modifyitems(config, items):
-    """The longest tests first: xdist hands tests out in collection order, and a long one handed out last runs on alone
-    while the other workers, done, wait (on CI's 2 cores, the audit's five minutes at the end of the run)."""
-    items.sort(key=lambda item: -(marker.args[0] if (marker := item.get_closest_marker("long")) else 0))

@@ -6,8 +6,6 @@ import os
 import shutil
 import sys
 
-import pytest
-
 from harness.authoring import sources
 from harness.model.fingerprint import Compiler, Fingerprint, Gpu
 from harness.plugin import carry_over
@@ -42,7 +40,6 @@ def _carried(cells):
     return {cell for cell, c in cells.items() if c.get("carried_from")}
 
 
-@pytest.mark.long(49)
 def test_a_change_to_one_case_file_or_to_a_library_it_imports_reruns_only_the_cells_it_touches(tmp_path):
     work = _project(tmp_path)
     _, first, first_reports = _run(work, "first")

@@ -610,7 +610,6 @@ def _usage_advice() -> list[tuple[str, dict]]:
     return advice
 
 
-@pytest.mark.long(70)
 def test_the_matrix_commands_of_the_docs_and_of_the_harnesss_usage_errors_collect_as_printed(tmp_path):
     """Every `collect` command, what bench passes on to pytest, the kernel libraries' commands and the commands the plugin's
     usage errors advise, in one helper interpreter."""
@@ -758,7 +757,6 @@ def test_every_change_against_the_baseline_names_the_accept_command_and_a_regres
     assert against_baseline(dataclasses.replace(passed, flaky="varies"), failed, accept) is None
 
 
-@pytest.mark.long(35)
 def test_a_baseline_run_prints_an_accept_command_that_runs_as_printed_and_accepts_the_change(tmp_path):
     """A baseline where planted_ok failed and planted_wrong passed: the run names the command for each change, the
     run's own arguments with --accept, and that command, run as printed, rewrites the baseline. Without workers

@@ -53,7 +53,6 @@ def test_first_error_line_takes_cmakes_reason_from_the_next_line():
     assert cpp_runtime.first_error_line("a.cpp:1:1: error: 'x' was not declared\nmore") == "a.cpp:1:1: error: 'x' was not declared"
 
 
-@pytest.mark.long(66)
 def test_a_package_runs_from_cpp_and_one_that_calls_python_fails_there(run_planted, planted_runner, caches, tmp_path):
     shared = dict(caches=caches, packages=str(tmp_path / "packages"))
     control = run_planted("planted_ok", wrapping="control", row="aoti_cpp_strict", **shared)

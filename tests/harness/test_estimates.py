@@ -151,7 +151,6 @@ def test_a_case_is_built_in_when_loaded_from_the_harness_cases_package():
     assert planted and not any(registry.builtin(case) for case in planted.values())
 
 
-@pytest.mark.long(36)
 def test_a_users_case_runs_the_quick_profiles_limited_rows_and_a_built_in_untagged_case_does_not():
     workdir = tempfile.mkdtemp(prefix="tcm-test-")
     try:

@@ -7,12 +7,9 @@ import site
 import subprocess
 import sys
 
-import pytest
-
 from tests.harness.test_pytest_matrix import ROOT
 
 
-@pytest.mark.long(48)
 def test_the_wheel_in_a_fresh_venv_runs_the_matrix_on_a_users_module_from_a_folder_outside_the_checkout(tmp_path):
     wheels = tmp_path / "wheels"
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(wheels), ROOT],

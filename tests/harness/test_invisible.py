@@ -117,7 +117,6 @@ def _every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_has_i
     assert kinds == set(Kind) - (set() if ON_GPU else {Kind.WARM_CACHE, *left_to_production_rows}), sorted(k.value for k in kinds)
 
 
-@pytest.mark.long(290)
 def test_every_cell_of_the_audit_has_the_outcome_of_its_program_alone_and_its_runner_differs_only_as_documented(idioms, reproduced):
     """The audit's two checks in one test: as two, xdist could give them to two workers, each running the audit's matrix."""
     _every_cell_of_libraries_asking_the_device_has_the_outcome_its_program_has_in_a_fresh_interpreter(idioms, reproduced)

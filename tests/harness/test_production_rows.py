@@ -32,7 +32,6 @@ def run(tmp_path_factory):
     return tmp, {c.cell.id: c for c in load(str(tmp / "r" / "results.json")).cells}
 
 
-@pytest.mark.long(48)
 def test_a_plain_program_passes_every_production_row(run):
     _, cells = run
     for style, rows in (("control", ROWS), ("custom_op", ROWS[3:])):  # the operator style where it crosses to a new process
@@ -57,7 +56,6 @@ def test_a_program_that_refuses_inference_mode_fails_that_row_only(run):
     assert cells["prod_no_inference-control-compile_fullgraph"].outcome is Outcome.PASS
 
 
-@pytest.mark.long(44)
 def test_the_fresh_process_rows_reproduce_alone(run):
     """The reproducer of a fresh-process row starts itself again as the process that loads what it saved."""
     tmp, _ = run

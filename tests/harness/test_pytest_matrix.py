@@ -91,7 +91,6 @@ def test_a_run_without_workers_that_a_pytest_worker_starts_is_a_run_without_work
     assert ready.startswith("runner ready (forked by the runner template "), (logs, ready[-2000:])
 
 
-@pytest.mark.long(42)
 @pytest.mark.skipif(sys.platform != "linux", reason="kills a process by pid")
 def test_every_fault_in_one_run_is_recorded_and_no_cell_is_lost(tmp_path):
     """Seven faults and a case module that fails to import, in one run with two workers: each fault is its own

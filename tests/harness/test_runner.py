@@ -408,7 +408,6 @@ def test_runners_split_the_cpu_cores_between_pytest_workers(tmp_path, monkeypatc
     assert runner_env(str(tmp_path), workers=2)["OMP_NUM_THREADS"] == "3"
 
 
-@pytest.mark.long(45)
 @pytest.mark.skipif(torch.cuda.is_available(), reason="Triton's interpreter runs kernels only without a GPU")
 def test_on_the_interpreter_a_raw_launch_under_compile_is_left_out_with_the_probes_answer_and_fullgraph_still_runs(run_planted):
     left_out = run_planted("planted_ok", wrapping="raw", row="compile_default")

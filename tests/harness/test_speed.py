@@ -81,7 +81,6 @@ def test_version_1_results_files_still_load_with_their_timings_renamed():
     assert t.work == pytest.approx(t.setup + t.compile + t.run)
 
 
-@pytest.mark.long(38)
 def test_cells_report_their_work_overhead_and_memory_and_a_cache_dir_is_reused(tmp_path):
     caches = tmp_path / "caches"
     # The control compiles through Inductor as a kernel would; a raw kernel's compile on the interpreter
@@ -226,7 +225,6 @@ def test_the_vector_isa_probe_runs_in_one_process_and_the_others_get_its_answers
     assert vec_isa.recorded(str(tmp_path / "shared")) == {"isas": [i for i, _ in first["isas"]], "checks": first["checks"]}
 
 
-@pytest.mark.long(40)
 def test_a_matrix_run_records_the_vector_isa_probe_in_its_fingerprint(tmp_path):
     cells = ["add-control-aoti_strict"]  # an AOTInductor package is built for the CPU: the probe runs
     proc = run_python(
@@ -278,7 +276,6 @@ def test_the_runner_starts_with_pytest_only_where_matrix_cells_will_run(workers,
     assert runs_cells_here(config) is expected
 
 
-@pytest.mark.long(80)
 def test_what_the_cells_share_is_built_as_the_run_starts_and_a_build_failing_there_fails_each_cell_as_without_it(tmp_path):
     """With two workers the controller builds Inductor's precompiled headers and the C++ runner before the cells ask
     (harness.execution.prebuild); with one it builds nothing ahead. With a compiler that always fails, each prebuild
