@@ -21,7 +21,8 @@ and compares the runs (`--results A.json B.json ...` compares runs already made)
 is the same in every run, 1 when some differ (labelled flaky in the combined report), 2 for bad input.
 
 `python -m harness bench [--out FILE] [--report-dir DIR] [PYTEST ARGS ...]` runs the matrix with
-`pytest --matrix -n auto` and prints how fast it ran and what the harness itself cost.
+`pytest --matrix -n auto` and prints how fast it ran, what the harness itself cost and how near its estimate of the time
+left came; `bench --results RESULTS.json` prints the same of a run already made.
 
 `python -m harness repro CELL [--results FILE] [--out FILE] [--cases SPEC]` writes a Python file that reproduces one
 cell alone (torch, triton and the case's module only); `python -m harness repro --check RESULTS.json --out DIR
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ben = commands.add_parser("bench", help="run the matrix (pytest -n auto) and print its speed figures", allow_abbrev=False)
     ben.add_argument("--out", help="also write the figures here")
     ben.add_argument("--report-dir", help="where the run's reports go (default: a temporary directory)")
+    ben.add_argument("--results", metavar="RESULTS_JSON", help="print the figures of this run, already made, instead of running the matrix")
     rep_ = commands.add_parser("repeat", help="run the matrix N times and compare the runs cell by cell", allow_abbrev=False)
     rep_.add_argument("--runs", type=int, default=3, help="how many runs (default 3)")
     rep_.add_argument("--out", default="reports/repeat", help="where run-1..N, REPEAT.md and the combined reports go")
@@ -133,6 +135,10 @@ def _command(args: argparse.Namespace, pytest_args: list[str], parser: argparse.
     if args.command == "bench":
         from harness.tools import bench  # here, not at the top: report, diff and history run where only tabulate is installed
 
+        if args.results:
+            if pytest_args or args.report_dir:
+                parser.error("bench --results RESULTS.json runs nothing: it takes no pytest arguments and no --report-dir")
+            return bench.of_results(args.results, args.out)
         return bench.main(pytest_args, args.out, args.report_dir)
     if args.command == "diff":
         return _diff(args.old, args.new, args.out)

@@ -122,6 +122,7 @@ class MatrixController:
         self._carried: frozenset[str] | None = None  # the cells carried over from --baseline (carried_ids)
         self._carried_from = ""  # the run they come from (carry_over.source_run)
         self._made_digests: carry_over.Digests | None = None  # each cell's digest (_digests)
+        self._began: dict[Cell, float] = {}  # when each cell began, as its worker said (pytest_runtest_logstart)
         self._worker_pids: list[int] = []  # each worker's process, told when the run stops (pytest_keyboard_interrupt)
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
             # A CI job's timeout or `kill` sends SIGTERM: stop as on Ctrl-C, so the cells that ran are reported.
@@ -335,6 +336,10 @@ class MatrixController:
             return False
         return blame_environment([result, control])[0].blamed_on is not None
 
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        if (cell := Cell.of_test(nodeid)) is not None:
+            self._began.setdefault(cell, time.time())
+
     @pytest.hookimpl(trylast=True)  # after pytest's --lf plugin, which forgets a test that passed
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         cell = Cell.of_test(report.nodeid)
@@ -364,7 +369,9 @@ class MatrixController:
             if tenth > self._progress_tenth or time.time() - self._progress_said >= PROGRESS_EVERY_S:
                 self._progress_said, self._progress_tenth = time.time(), tenth
                 ran = [result for result in self.results.values() if result.carried_from is None]
-                self._say(estimate.progress(ran, self._plan(), time.time() - self.started))
+                now = time.time()
+                running = {cell: now - began for cell, began in self._began.items() if cell not in self.results}
+                self._say(estimate.progress(ran, self._plan(), now - self.started, running))
 
     # Before xdist's own sessionfinish, which shuts its workers down (seconds to minutes while they close their
     # runners): every result is in by then, and a time limit that strikes during that shutdown must find the

@@ -3,13 +3,14 @@
 The expectation is the measured mean work of a cell on each row, from committed runs (`MEASURED`, made by
 `row_seconds` from the results files it names), divided among the workers, plus what a run spends besides
 its cells' work (`START_S`, `CELL_S`). It is an estimate: other cases, machines and versions take other
-times. As the run goes, the cells done correct it: their measured work against the work the estimate gave
-them scales what it gives the cells left (`remaining_seconds`). The run's own figures come from
+times. As the run goes, the cells done and those still running correct it, kind of row by kind of row, and the
+cells left are handed out to the workers as the run hands them out (`remaining_seconds`). The run's own figures come from
 `python -m harness bench`. This module imports no torch.
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -71,6 +72,12 @@ CELL_S = {"gpu": 0.4, "interpreter": 0.005}
 # the elapsed time per cell, as the first lines did, was 5-10x off on average and up to 89x: the costliest
 # cells run first. A tenth leaves margin above the noise.
 TRUSTED_SHARE = 0.1
+# A kind of row's cells done weigh against this many cells at the overall scale (`remaining_seconds`): one cell of a
+# kind says little, five say most. Replayed as below on three GPU runs (two built-in cases, the interpreter-probe
+# check's 126 cells, Cut Cross-Entropy's 253), 1 to 4 gave the same estimates within a few percent.
+PRIOR_CELLS = 2.0
+# From the last cell's end to the run's end (the reports): 2-4 s on the GPU, about 1 s on the interpreter's quick profile.
+END_S = {"gpu": 3.0, "interpreter": 1.0}
 
 
 def row_seconds(results: Any, ran_only: bool = False) -> dict[str, float]:
@@ -109,6 +116,7 @@ class Plan:
     shard: Any = None  # harness.plugin.shard.Shard: this runner's part of the cells, or None
     carried: int = 0  # collected cells carried over from --baseline, not run (not in `cells`)
     carried_from: str = ""  # the run they come from
+    cores: int | None = None  # the machine's cores, where not this machine's (a run replayed: `replayed`)
 
     @property
     def mode(self) -> str:
@@ -145,15 +153,23 @@ def run_seconds(cells: list[float], workers: int, mode: str) -> float:
     return max((sum(cells) + len(cells) * CELL_S[mode]) / _parallel(workers), max(cells, default=0.0))
 
 
-def _parallel(workers: int) -> int:
-    return max(1, min(workers, os.cpu_count() or 1))
+def _parallel(workers: int, cores: int | None = None) -> int:
+    return max(1, min(workers, cores or os.cpu_count() or 1))
 
 
-def remaining_seconds(results: Iterable[CellResult], plan: Plan) -> float | None:
-    """About how long the plan's cells not yet done take: what the estimate gives them, scaled by the cells
-    done like them (their measured work against what it gave them) once those hold TRUSTED_SHARE of the
-    work it gives their kind. None while there is neither: a profile never measured here, too early."""
-    done = {result.cell: result.timings.work for result in results}
+def remaining_seconds(results: Iterable[CellResult], plan: Plan, running: dict[Any, float] | None = None) -> float | None:
+    """About how long the plan's cells not yet done take, those `running` (cell: seconds since it began) among them.
+
+    Each cell left is given its row's mean, scaled by what the cells done like it measured: those of its kind of row
+    (harness.model.rows.Kind: compiling, exporting, AOTInductor, ...) in cases that autotune or in cases that do not,
+    a kind's few cells weighed against PRIOR_CELLS cells at the scale of every cell done; that overall scale is 1 until
+    the cells done hold TRUSTED_SHARE of the work. A cell still running past what it was given counts, for its kind,
+    as twice its time so far, and is expected to run as long again (the median of what is left of a run of unknown
+    length): a library's compiled rows cost it many times their means, and the first word of it is a cell of theirs
+    that does not end. The cells left are then handed, costliest first, to the worker free first, after what each
+    worker's running cell has left (as harness.plugin.scheduling orders them); the run ends when the last worker does.
+    None while the profile was never measured here and the cells done do not yet say how fast this machine is."""
+    running = running or {}
     calibrated, given = True, _given(plan, plan.profile)
     if given is None:
         # A profile never measured on this device: the default profile's row means still say which cells
@@ -161,23 +177,106 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan) -> float | None
         calibrated, given = False, _given(plan, DEFAULT_PROFILE)
     if given is None:
         return None
-    # Two kinds of cell, scaled apart: those of cases whose kernels autotune and the rest. The run starts the
-    # first kind first (harness.plugin.scheduling), and they cost unlike their rows' means (minutes of
-    # autotuning on a GPU; nothing on the interpreter, which cannot autotune), so their measure says nothing
-    # of the cells left after them.
+    # A runner's start is in its first cell's wall time: a worker pays it once, not for each cell left.
+    results = [result for result in results if result.cell in given]
+    done = {result.cell: result.timings.wall - result.timings.process_start for result in results}
+    # Each worker's first cell pays what its process does once (its first compile's imports and warm-up): it says
+    # nothing of the cells after it.
+    firsts = {result.worker: result.cell for result in sorted(results, key=lambda r: r.timings.finished, reverse=True)}
+    measured = {cell: seconds for cell, seconds in done.items() if cell not in firsts.values()}
+    # Two groups of cells, measured apart: those of cases whose kernels autotune and the rest. The run starts the
+    # first kind first (harness.plugin.scheduling), and they cost unlike their rows' means (minutes of autotuning on
+    # a GPU; nothing on the interpreter, which cannot autotune): their measure says nothing of the other cases' cells.
     autotunes = {name: case.autotune_configs > 0 for name, case in plan.cases.items()}
-    left: list[float] = []
-    for kind in (True, False):
-        cells = {cell: seconds for cell, seconds in given.items() if autotunes.get(cell.case, False) is kind}
-        given_done = sum(seconds for cell, seconds in cells.items() if cell in done)
-        if given_done > 0 and given_done >= TRUSTED_SHARE * sum(cells.values()):
-            scale = sum(done[cell] for cell in cells if cell in done) / given_done
+    overall: dict[bool, float] = {}
+    for group in (True, False):
+        cells = [cell for cell in given if autotunes.get(cell.case, False) is group]
+        given_done = sum(given[cell] for cell in cells if cell in measured)
+        if given_done > 0 and given_done >= TRUSTED_SHARE * sum(given[cell] for cell in cells):
+            overall[group] = sum(measured[cell] for cell in cells if cell in measured) / given_done
         elif calibrated or all(cell in done for cell in cells):
-            scale = 1.0
+            overall[group] = 1.0
         else:
             return None
-        left += [seconds * scale for cell, seconds in cells.items() if cell not in done]
-    return run_seconds(left, plan.workers, plan.mode)
+    running = {cell: seconds for cell, seconds in running.items() if cell in given and cell not in done}
+    scale = _scales(given, measured, running, lambda cell: autotunes.get(cell.case, False), overall)
+    still = [max(given[cell] * scale(cell) - seconds, seconds) for cell, seconds in running.items()]
+    left = [given[cell] * scale(cell) for cell in given if cell not in done and cell not in running]
+    return _finish(still, left, _parallel(plan.workers, plan.cores), plan.mode) + END_S[plan.mode]
+
+
+def _scales(given: dict[Any, float], measured: dict[Any, float], running: dict[Any, float], group: Any,
+            overall: dict[bool, float]) -> Any:
+    """The scale of each cell's given work: its kind of row's measure, in its group (remaining_seconds)."""
+
+    def kind(cell: Any) -> tuple[str, bool]:
+        return cell.row.spec.kind.value, group(cell)
+
+    seen = dict(measured)
+    seen.update({cell: 2 * seconds for cell, seconds in running.items() if seconds > given[cell] * overall[group(cell)]})
+    sums: dict[tuple[str, bool], list[float]] = {}
+    for cell, seconds in seen.items():
+        total = sums.setdefault(kind(cell), [0.0, 0.0])
+        total[0] += seconds
+        total[1] += given[cell]
+
+    def scale(cell: Any) -> float:
+        took, gave = sums.get(kind(cell), (0.0, 0.0))
+        prior = PRIOR_CELLS * given[cell]
+        return (took + prior * overall[group(cell)]) / (gave + prior) if gave + prior > 0 else overall[group(cell)]
+
+    return scale
+
+
+def _finish(running: list[float], left: list[float], workers: int, mode: str) -> float:
+    """When the last of `workers` ends: each starts with what its running cell has left, and takes the next of the
+    cells left, costliest first, with its report's time, as it comes free."""
+    free = sorted(running, reverse=True)[:workers]
+    free += [0.0] * (workers - len(free))
+    heapq.heapify(free)
+    for seconds in sorted(left, reverse=True):
+        heapq.heapreplace(free, free[0] + seconds + CELL_S[mode])
+    return max(free)
+
+
+def replayed(results: Any, plan: Plan, share: float = TRUSTED_SHARE) -> tuple[float, float, float] | None:
+    """What the estimate of the time left said once the cells done held `share` of a finished run's work, replayed from
+    each cell's end and wall time (the cells done then, those running and for how long), against the truth: (seconds
+    into the run, the time it gave the cells left, the time they took until the last one ended). The cells of a re-run
+    merged in are left out. None for a run stopped early, parts merged, or cells that hold no times."""
+    cells = replayable(results)
+    if not cells:
+        return None
+    total, so_far, now = sum(c.timings.work for c in cells), 0.0, 0.0
+    for cell in sorted(cells, key=lambda c: c.timings.finished):
+        so_far, now = so_far + cell.timings.work, cell.timings.finished
+        if so_far >= share * total:
+            break
+    done = [c for c in cells if c.timings.finished <= now]
+    running = {c.cell: now - began for c in cells if (began := c.timings.finished - c.timings.wall) < now < c.timings.finished}
+    estimated = remaining_seconds(done, plan, running)
+    if estimated is None:
+        return None
+    began = min(c.timings.finished - c.timings.wall for c in cells)
+    return now - began, estimated - END_S[plan.mode], max(c.timings.finished for c in cells) - now
+
+
+def replayable(results: Any) -> list[CellResult]:
+    """The cells of one finished run that `replayed` replays: none for a run stopped early or parts merged; the cells of
+    a re-run merged in (`report --rerun`) left out, and those carried over."""
+    if not results.complete or results.fingerprint.shards is not None:
+        return []
+    rerun = {cell for run in results.fingerprint.reruns for cell in run.cells}
+    return [c for c in results.cells if c.timings.finished and c.carried_from is None and c.cell.id not in rerun]
+
+
+def plan_of_run(results: Any, cases: dict[str, Any]) -> Plan:
+    """The plan a finished run had, from its results file and its cases (loaded again), for `replayed`."""
+    fingerprint = results.fingerprint
+    return Plan(cells=[c.cell for c in replayable(results)], all_cells=len(results.cells), cases=cases,
+                specs=list(fingerprint.cases or []), profile=fingerprint.hypothesis.profile or DEFAULT_PROFILE,
+                gpu=fingerprint.gpu.name if fingerprint.gpu.available else None, workers=fingerprint.workers or 1, report_dir="",
+                cores=fingerprint.cpus)
 
 
 FINISHING_S = 5.0  # an estimate of the rest under this says the last cells are still running, not a number
@@ -223,8 +322,9 @@ def announce(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def progress(results: Iterable[CellResult], plan: Plan, elapsed_s: float) -> str:
-    """How far the run got: cells done, how many passed and failed so far, and about how long the rest takes."""
+def progress(results: Iterable[CellResult], plan: Plan, elapsed_s: float, running: dict[Any, float] | None = None) -> str:
+    """How far the run got: cells done, how many passed and failed so far, and about how long the rest takes (the cells
+    `running`: seconds since each began)."""
     results = list(results)
     counts: dict[str, int] = {}
     for result in results:
@@ -232,7 +332,7 @@ def progress(results: Iterable[CellResult], plan: Plan, elapsed_s: float) -> str
     done, total = len(results), len(plan.cells)
     order = [o.value for o in Outcome]
     summary = ", ".join(f"{counts[k]} {k}" for k in sorted(counts, key=order.index))
-    remaining = remaining_seconds(results, plan) if 0 < done < total else None
+    remaining = remaining_seconds(results, plan, running) if 0 < done < total else None
     left = "" if remaining is None else f"; about {_minutes(remaining)} left"
     if remaining is not None and remaining < FINISHING_S:  # the cells still running are past their estimate: say so, not "0 s"
         left = f"; finishing the last {_count(total - done, 'cell')} (past the estimate: each ends by its --cell-timeout)"

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 
-from harness.model.results import load
+from harness.model.results import Results, load
 from harness.reporting.figures import figures, render, timed_cells
 from harness.tools.launch import forwarding_signals, matrix_command, results_written, start_matrix
 
@@ -31,6 +31,37 @@ def busy_cores() -> tuple[float, float, int] | None:
     ticks = os.sysconf("SC_CLK_TCK")
     idle = fields_[3] + (fields_[4] if len(fields_) > 4 else 0.0)  # idle and iowait
     return (sum(fields_[:8]) - idle) / ticks, sum(fields_[:8]) / ticks, cores
+
+
+def estimate_line(results: Results) -> str:
+    """How near the run's estimate of the time left was once a tenth of its work was done (replayed from its results,
+    its cases loaded again); a line saying why not where it cannot be told."""
+    from harness.authoring import registry  # here, not at the top: it imports the cases, and torch with them
+    from harness.plugin import estimate
+
+    if not estimate.replayable(results):
+        return "estimate at a tenth   not told: the run stopped early, is parts merged, or its cells hold no times"
+    cases = registry.load(results.fingerprint.cases or [registry.BUILTIN]).cases
+    replay = estimate.replayed(results, estimate.plan_of_run(results, cases))
+    if replay is None:
+        return "estimate at a tenth   not told: the cells done then say nothing of this machine's pace yet"
+    now, estimated, real = replay
+    return (f"estimate at a tenth   {estimated:.0f} s left, said {now:.0f} s in; the last cell ended {real:.0f} s later "
+            f"({estimated / max(real, 1e-9):.2f} of it; replayed from the cells' ends)")
+
+
+def of_results(path: str, out: str | None = None) -> int:
+    """The figures of a run already made, from its results file (its wall time the run's own)."""
+    results = load(path)
+    if not timed_cells(results):
+        print(f"bench: {path} holds no cell that ran", file=sys.stderr)
+        return 2
+    text = render(figures(results, results.wall_time_s), results.fingerprint, f"(the run of {path})") + "\n" + estimate_line(results)
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    return 0
 
 
 def main(pytest_args: list[str], out: str | None = None, report_dir: str | None = None) -> int:
@@ -58,6 +89,7 @@ def main(pytest_args: list[str], out: str | None = None, report_dir: str | None 
         measured.cores = busy_after[2]
         measured.machine_busy = (busy_after[0] - busy_before[0]) / max(busy_after[1] - busy_before[1], 1e-9) * busy_after[2]
     text = render(measured, results.fingerprint, "python -m harness bench " + " ".join(map(shlex.quote, pytest_args)))
+    text += "\n" + estimate_line(results)
     if not results.complete:
         text += (f"\nINCOMPLETE: {len(results.missing)} cells never reported ({results.interrupted or ', '.join(received) or 'stopped'}); "
                  "the figures cover the cells that ran\n")

@@ -264,6 +264,7 @@ CHECKS: dict[str, Check] = {
     "python -m harness history": helped(),
     "python -m harness repeat": helped(),
     "python -m harness bench": helped(),
+    "python -m harness bench --results reports/evidence/gpu/carry-over/full-results.json": run(root=True),
     "python -m harness repro": helped(),
     "python -m harness profile DIR": helped(),
     "python -m harness profile DIR [--out FILE]": helped(),
