@@ -13,9 +13,10 @@ working directory it imported them in, with an import path that finds each modul
 template found it (a worker's path gains the case files' folders as it collects), in the environment the zygote
 imported torch and Triton with (as the zygote checks), and with the autotune timing it installed (AS_PREPARED).
 Anything else it refuses, and the worker asks the zygote, as it does when there is no template. A child forked after
-the CUDA driver was initialized, or with another thread running, may not work at all: where its imports did either (a
-case module that touches the GPU as it is imported), the template serves none, its socket closes, and the runners are
-forked from the zygote.
+the CUDA driver was initialized, or with another thread running, may not work at all: where the case modules' import
+did either (a library that touches the GPU as it is imported), a child the template forked just before it serves the
+runners instead, which import the cases themselves (`_spare_without_the_cases`); where the template's own imports did,
+it serves none, its socket closes, and the runners are forked from the zygote.
 
 Its main() runs in the child the run's zygote forks for it (zygote.main, told this module's name by
 helper_process.RunnerTemplate), given the socket's descriptor, the runners' PYTHONPATH and their case specs.
@@ -163,6 +164,37 @@ def _begin_runner() -> None:
     helper_process.begin_anew("runner template")
 
 
+def _spare_without_the_cases(runners: socket.socket, before: set[str], base_path: list[str], specs: list[str], cwd: str) -> tuple[int, int] | None:
+    """A child forked before the case modules are imported, waiting to hear whether their import leaves this template
+    safe to fork (harness.processes.zygote.unsafe_to_fork): a library that initializes CUDA as it is imported (FlagGems)
+    does not, and then this child serves the runners instead, which import the cases themselves, everything else
+    imported already. Without it each runner was forked from the zygote and imported the harness's cells' code,
+    Inductor's compiler and export's tracer too (FlagGems's runners started in a median 7.9 s on the GPU runner, the
+    built-in cases' 0.2-0.7 s). Returns the pipe's end that tells it and its pid; None where this process is not safe to
+    fork even before the cases."""
+    if zygote.unsafe_to_fork():
+        return None
+    told, tell = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(told), os.close(tell)
+        return None
+    if pid:
+        os.close(told)
+        return tell, pid
+    os.close(tell)
+    if os.read(told, 16) != b"serve":  # end of file: the template serves, or ended
+        os._exit(0)
+    _hash_triton_once()
+    imported = {name: _imported_from(name) for name in {m.partition(".")[0] for m in set(sys.modules) - before}}
+    gc.collect()
+    gc.freeze()
+    print(f"runner template {os.getpid()}: ready without the cases, which each runner imports", file=sys.stderr, flush=True)
+    os._exit(zygote.serve([runners], base_path, parent=os.getppid(), in_child=_begin_runner, name="runner template",
+                          refusal=lambda request: _refusal(specs, cwd, imported, base_path, request)))
+
+
 def main(argv: list[str]) -> int:
     runners, pythonpath, specs = socket.socket(fileno=int(argv[0])), argv[1], argv[2:]
     parent, began, cwd = os.getppid(), time.perf_counter(), os.getcwd()
@@ -174,17 +206,29 @@ def main(argv: list[str]) -> int:
     with zygote.gpus_known(zygote.gpus_torch_sees()):  # torch's modules and the harness's; not the case modules
         for module in (*CELLS_CODE, *FIRST_COMPILE):  # a runner imports FIRST_COMPILE at its first compile, not before its first cell
             importlib.import_module(module)
+    spare = _spare_without_the_cases(runners, before, base_path, specs, cwd)
     prepare(specs)
+    why_not = zygote.unsafe_to_fork()
+    if why_not and spare is not None:
+        print(f"runner template: its cases' import left {why_not}: a template forked before it serves the runners",
+              file=sys.stderr, flush=True)
+        runners.close()
+        os.write(spare[0], b"serve")
+        while os.getppid() == parent:  # the spare serves while this process lives, which ends with the run's zygote
+            time.sleep(0.5)
+        return 0
+    if spare is not None:
+        os.close(spare[0])  # told nothing, it ends
+        os.waitpid(spare[1], 0)
+    if why_not:
+        print(f"runner template: not serving: {why_not}; the runners are forked from the zygote", file=sys.stderr, flush=True)
+        runners.close()
+        return 1
     _hash_triton_once()
     # Where this process found each top-level module it imported: a runner must find them there too.
     imported = {name: _imported_from(name) for name in {m.partition(".")[0] for m in set(sys.modules) - before}}
     gc.collect()
     gc.freeze()
-    why_not = zygote.unsafe_to_fork()
-    if why_not:
-        print(f"runner template: not serving: {why_not}; the runners are forked from the zygote", file=sys.stderr, flush=True)
-        runners.close()
-        return 1
     print(f"runner template {os.getpid()}: ready in {time.perf_counter() - began:.2f} s", file=sys.stderr, flush=True)
     return zygote.serve([runners], base_path, parent=parent, in_child=_begin_runner, name="runner template",
                         refusal=lambda request: _refusal(specs, cwd, imported, base_path, request))
