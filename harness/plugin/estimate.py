@@ -177,7 +177,7 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan, running: dict[A
         calibrated, given = False, _given(plan, DEFAULT_PROFILE)
     if given is None:
         return None
-    # A runner's start is in its first cell's wall time: a worker pays it once, not for each cell left.
+    # A cell's pace is its wall time less its runner's start, which every cell left is given as the cells done paid it.
     results = [result for result in results if result.cell in given]
     done = {result.cell: result.timings.wall - result.timings.process_start for result in results}
     # Each worker's first cell pays what its process does once (its first compile's imports and warm-up): it says
@@ -200,8 +200,13 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan, running: dict[A
             return None
     running = {cell: seconds for cell, seconds in running.items() if cell in given and cell not in done}
     scale = _scales(given, measured, running, lambda cell: autotunes.get(cell.case, False), overall)
+    # What a runner's start cost the cells done, on average, but each worker's first (the run's first runners wait for
+    # the runner template): each cell left pays as much (on a GPU each cell has a process of its own, a library's
+    # started in seconds; on the interpreter a worker's process serves its cells, nearly 0).
+    starts = [result.timings.process_start for result in results if result.cell in measured]
+    starting = sum(starts) / len(starts) if starts else 0.0
     still = [max(given[cell] * scale(cell) - seconds, seconds) for cell, seconds in running.items()]
-    left = [given[cell] * scale(cell) for cell in given if cell not in done and cell not in running]
+    left = [given[cell] * scale(cell) + starting for cell in given if cell not in done and cell not in running]
     return _finish(still, left, _parallel(plan.workers, plan.cores), plan.mode) + END_S[plan.mode]
 
 

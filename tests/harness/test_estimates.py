@@ -111,6 +111,19 @@ def test_a_workers_first_cell_which_pays_its_processs_warm_up_does_not_scale_the
     assert estimate.remaining_seconds(warm_up, plan) == pytest.approx(left_alone(plan, rest))
 
 
+def test_each_cell_left_pays_the_runner_start_the_cells_done_paid():
+    """On a GPU each cell has a process of its own: a library whose import the runner template cannot hold (FlagGems)
+    started each in seconds, which its cells' pace must not hide and the cells left will pay too."""
+    plan = a_plan({"mine": a_case()})
+    costliest = [c for c in plan.cells if c.row is Row.AOTI_STRICT]
+    started = [CellResult(r.cell, r.outcome, worker=r.worker, timings=Timings(work=r.timings.work, wall=r.timings.wall + 2.0,
+                                                                              process_start=2.0, finished=r.timings.finished))
+               for r in done(costliest, lambda cell: QUICK[cell.row.value])]
+    rest = [c for c in plan.cells if c.row is not Row.AOTI_STRICT]
+    at_means = left_alone(plan, rest)
+    assert estimate.remaining_seconds(started, plan) == pytest.approx(at_means + 2.0 * len(rest) / 2, rel=0.05)
+
+
 def test_a_cell_still_running_past_its_estimate_makes_its_kinds_cells_costlier_and_the_run_last_as_long_again(monkeypatch):
     """A library's compiled rows cost it many times their means, and the first word of it is a cell that does not end."""
     plan = a_plan({"mine": a_case()})
