@@ -147,10 +147,9 @@ def expected_seconds(plan: Plan, profile: str | None = None) -> float | None:
 
 
 def run_seconds(cells: list[float], workers: int, mode: str) -> float:
-    """The time cells of these seconds of work take, shared among the workers (at most one per core), each
-    with its report's time."""
-    # No run ends before its longest cell (a fresh-process AOTInductor cell: two minutes on a GPU).
-    return max((sum(cells) + len(cells) * CELL_S[mode]) / _parallel(workers), max(cells, default=0.0))
+    """The time cells of these seconds of work take, handed out to the workers (at most one per core) as the cells
+    left are (`_finish`), each with its report's time: no run ends before its longest cell."""
+    return _finish([], cells, _parallel(workers), mode)
 
 
 def _parallel(workers: int, cores: int | None = None) -> int:

@@ -56,11 +56,7 @@ def of_results(path: str, out: str | None = None) -> int:
     if not timed_cells(results):
         print(f"bench: {path} holds no cell that ran", file=sys.stderr)
         return 2
-    text = render(figures(results, results.wall_time_s), results.fingerprint, f"(the run of {path})") + "\n" + estimate_line(results)
-    print(text)
-    if out:
-        with open(out, "w") as f:
-            f.write(text)
+    _said(render(figures(results, results.wall_time_s), results.fingerprint, f"(the run of {path})") + "\n" + estimate_line(results), out)
     return 0
 
 
@@ -93,8 +89,13 @@ def main(pytest_args: list[str], out: str | None = None, report_dir: str | None 
     if not results.complete:
         text += (f"\nINCOMPLETE: {len(results.missing)} cells never reported ({results.interrupted or ', '.join(received) or 'stopped'}); "
                  "the figures cover the cells that ran\n")
+    _said(text, out)
+    return returncode
+
+
+def _said(text: str, out: str | None) -> None:
+    """The figures printed, and written to `out` too where given."""
     print(text)
     if out:
         with open(out, "w") as f:
             f.write(text)
-    return returncode
