@@ -284,14 +284,15 @@ def test_what_the_cells_share_is_built_as_the_run_starts_and_a_build_failing_the
     cells = ["planted_ok-control-aoti_strict", "planted_ok-control-aoti_cpp_strict", "planted_ok-control-compile_cpp_wrapper"]
     # The failing compiler fails those cells within seconds, and a prebuild still running as the run ends says only that:
     # with two workers, a cell that hangs until its timeout keeps the run going until the prebuilds have failed (with
-    # one, nothing is built ahead: it would only wait).
+    # one, nothing is built ahead: it would only wait). They fail within 2-3 s of the run's collection on 2 idle cores,
+    # against the hang's 15.
     runs = {}
     for workers in (1, 2):
         reports = tmp_path / f"n{workers}"
         selection = " or ".join(f"test_cell[{c}]" for c in [*cells, *(["planted_hang-raw-eager"] if workers == 2 else [])])
         proc = run_python(
             [sys.executable, "-m", "pytest", "-n", str(workers), "-q", "-p", "no:cacheprovider", f"--cases={PLANTED}",
-             f"--report-dir={reports}", "--matrix-profile=quick", "--cell-timeout=eager=30", "-k", selection, "--matrix"],
+             f"--report-dir={reports}", "--matrix-profile=quick", "--cell-timeout=eager=15", "-k", selection, "--matrix"],
             cwd=ROOT, timeout=600, env={**os.environ, "CXX": "/bin/false"},
         )
         assert (reports / "results.json").exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
