@@ -17,6 +17,7 @@ from typing import Any, Iterable
 
 from harness.authoring import registry
 from harness.model.outcome import CellResult, Outcome
+from harness.model.rows import Examples
 from harness.model.settings import DEFAULT_PROFILE, PROFILES
 
 # (mode, profile) -> {row: mean seconds of work of a cell of that row the profile checks}, rounded;
@@ -51,6 +52,15 @@ MEASURED: dict[tuple[str, str], dict[str, float]] = {
         'train_compile_default': 3.94, 'train_compile_fullgraph': 4.43, 'train_eager': 2.96, 'warm_cache_edit': 0.0,
     },
 }
+# What autotuning adds to a cell of a case whose kernels autotune, on a row whose examples are drawn (each a new size, so
+# a new autotuning key): seconds a config an example. The row means above hold the built-in cases' few configs (2-3 a
+# kernel); a library's hold 6-42. Measured on one H100 (reports/evidence/gpu/flag-gems/spare-template/outcome-diff):
+# FlagGems's layer norm (42 configs over its five kernels, forward and backward) against its hardtanh (none), the same
+# styles and rows: 784 s more over 70 drawn cells, 0.013 s for each of a cell's 20 examples and 42 configs. Most of it
+# is in the compiled rows (Inductor times a traced kernel's configs again at each recompile) and in training (the
+# backward's kernels); eager paid none there, FlagGems's own tuner keeping its choices on disk. On the interpreter
+# nothing autotunes.
+AUTOTUNE_S = {"gpu": 0.013, "interpreter": 0.0}
 # A cell the profile leaves out costs nothing but its report, whose time is CELL_S: 0.0003 s of work on
 # average in reports/cpu/results.json (483 such cells).
 SKIPPED_CELL_S = 0.0
@@ -117,6 +127,7 @@ class Plan:
     carried: int = 0  # collected cells carried over from --baseline, not run (not in `cells`)
     carried_from: str = ""  # the run they come from
     cores: int | None = None  # the machine's cores, where not this machine's (a run replayed: `replayed`)
+    runner_start: float = 0.0  # what each cell's runner is expected to pay to start, before any has (the controller's)
 
     @property
     def mode(self) -> str:
@@ -133,7 +144,15 @@ def cell_seconds(cell: Any, mode: str, profile: str, cases: dict[str, Any]) -> f
     case = cases.get(cell.case)
     if case is not None and PROFILES[profile].leaves_out(cell.row.value, builtin=registry.builtin(case), tags=case.tags):
         return SKIPPED_CELL_S
-    return seconds.get(cell.row.value, sum(seconds.values()) / len(seconds))
+    return seconds.get(cell.row.value, sum(seconds.values()) / len(seconds)) + _autotuning(cell, case, mode, profile)
+
+
+def _autotuning(cell: Any, case: Any, mode: str, profile: str) -> float:
+    """What the case's autotuners add to the cell beyond its row's mean (AUTOTUNE_S): on a row whose examples are drawn,
+    for each example and config."""
+    if case is None or cell.row.spec.examples is not Examples.DRAWN:
+        return 0.0
+    return AUTOTUNE_S[mode] * PROFILES[profile].max_examples * case.autotune_configs
 
 
 def expected_seconds(plan: Plan, profile: str | None = None) -> float | None:
@@ -143,13 +162,14 @@ def expected_seconds(plan: Plan, profile: str | None = None) -> float | None:
     each = [cell_seconds(cell, plan.mode, profile or plan.profile, plan.cases) for cell in plan.cells]
     if not each or None in each:
         return None
-    return START_S[plan.mode] + run_seconds(each, plan.workers, plan.mode)  # type: ignore[arg-type]
+    each = [seconds + plan.runner_start if seconds > SKIPPED_CELL_S else seconds for seconds in each]  # type: ignore[operator]
+    return START_S[plan.mode] + run_seconds(each, plan.workers, plan.mode, plan.cores)  # type: ignore[arg-type]
 
 
-def run_seconds(cells: list[float], workers: int, mode: str) -> float:
-    """The time cells of these seconds of work take, handed out to the workers (at most one per core) as the cells
-    left are (`_finish`), each with its report's time: no run ends before its longest cell."""
-    return _finish([], cells, _parallel(workers), mode)
+def run_seconds(cells: list[float], workers: int, mode: str, cores: int | None = None) -> float:
+    """The time cells of these seconds of work take, handed out to the workers (at most one per core: this machine's,
+    or `cores`) as the cells left are (`_finish`), each with its report's time: no run ends before its longest cell."""
+    return _finish([], cells, _parallel(workers, cores), mode)
 
 
 def _parallel(workers: int, cores: int | None = None) -> int:
@@ -200,10 +220,10 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan, running: dict[A
     running = {cell: seconds for cell, seconds in running.items() if cell in given and cell not in done}
     scale = _scales(given, measured, running, lambda cell: autotunes.get(cell.case, False), overall)
     # What a runner's start cost the cells done, on average, but each worker's first (the run's first runners wait for
-    # the runner template): each cell left pays as much (on a GPU each cell has a process of its own, a library's
+    # the runner template), else what the plan expected: each cell left pays as much (on a GPU each cell has a process of its own, a library's
     # started in seconds; on the interpreter a worker's process serves its cells, nearly 0).
     starts = [result.timings.process_start for result in results if result.cell in measured]
-    starting = sum(starts) / len(starts) if starts else 0.0
+    starting = sum(starts) / len(starts) if starts else plan.runner_start
     still = [max(given[cell] * scale(cell) - seconds, seconds) for cell, seconds in running.items()]
     left = [given[cell] * scale(cell) + starting for cell in given if cell not in done and cell not in running]
     return _finish(still, left, _parallel(plan.workers, plan.cores), plan.mode) + END_S[plan.mode]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -22,6 +24,7 @@ MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "ce
                    "cache_dir": None, "runner_logs": None, "profile_dir": None, "perf": False, "baseline": None, "full_run": False, "accept": False, "shard": None,
                    "shard_timings": None, "cells_must_pass": False}
 _LOADED = pytest.StashKey[registry.Loaded]()
+_IMPORT = pytest.StashKey["CasesImport"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -129,8 +132,33 @@ def case_specs(config: pytest.Config) -> list[str]:
 def loaded(config: pytest.Config) -> registry.Loaded:
     """The run's cases and the problems of the modules left out, loaded once per process."""
     if _LOADED not in config.stash:
-        config.stash[_LOADED] = registry.load(case_specs(config))
+        config.stash[_LOADED], config.stash[_IMPORT] = _timed_load(case_specs(config))
     return config.stash[_LOADED]
+
+
+def import_cost(config: pytest.Config) -> CasesImport:
+    """What importing the run's cases cost this process, and whether it left the process unsafe to fork."""
+    loaded(config)
+    return config.stash[_IMPORT]
+
+
+@dataclass(frozen=True)
+class CasesImport:
+    seconds: float
+    unsafe: str | None  # what the import left that a forked child cannot use (CUDA initialized, a thread), or None
+
+
+def _timed_load(specs: list[str]) -> tuple[registry.Loaded, CasesImport]:
+    # Each runner of a run whose cases' import leaves a process unsafe to fork imports them itself (the runner template
+    # hands its runners to a child forked before that import): the estimate gives each cell that import's time.
+    from harness.processes import zygote
+
+    cuda, threads, began = zygote.cuda_initialized(), zygote.threads_running(), time.perf_counter()
+    cases = registry.load(specs)
+    seconds = time.perf_counter() - began
+    unsafe = ("the CUDA driver was initialized by the imports" if zygote.cuda_initialized() and not cuda else
+              "they started a thread" if zygote.threads_running() > threads else None)
+    return cases, CasesImport(seconds, unsafe)
 
 
 def _fresh_run_dir(config: pytest.Config) -> str:

@@ -324,13 +324,18 @@ def unsafe_to_fork() -> str | None:
     """Why a child forked from this process might not work, or None: the CUDA driver initialized, or another thread."""
     if cuda_initialized():
         return "the CUDA driver was initialized by the imports"
+    threads = threads_running()
+    return f"{threads} threads run" if threads > 1 else None
+
+
+def threads_running() -> int:
+    """How many threads this process runs, its main thread among them."""
     try:
-        threads = len(os.listdir("/proc/self/task"))
+        return len(os.listdir("/proc/self/task"))
     except OSError:
         import threading
 
-        threads = threading.active_count()
-    return f"{threads} threads run" if threads > 1 else None
+        return threading.active_count()
 
 
 def _listening(path: str) -> socket.socket:

@@ -12,9 +12,9 @@ from harness.execution import cpp_runtime
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.outcome import CellResult, Outcome, Timings
-from harness.model.rows import Row
+from harness.model.rows import Examples, Row
 from harness.model.settings import PROFILES, Settings
-from harness.plugin import estimate
+from harness.plugin import estimate, options
 from harness.processes.runner import Runner, runner_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -144,6 +144,42 @@ def test_the_autotuned_cases_cells_which_run_first_do_not_scale_the_other_cases_
     tuned = [c for c in plan.cells if c.case == "tuned"]
     plain = [c for c in plan.cells if c.case == "plain"]
     assert estimate.remaining_seconds(done(tuned, lambda cell: 10 * QUICK[cell.row.value]), plan) == pytest.approx(left_alone(plan, plain))
+
+
+def test_the_first_estimate_gives_an_autotuned_cases_drawn_cells_its_autotuning_on_a_gpu_and_none_on_the_interpreter():
+    """A new size in each drawn example is a new autotuning key, each timing every config; an exported path is
+    autotuned once, at its compile; Triton's interpreter times none."""
+    def seconds(configs, mode, profile):
+        cases = {"mine": a_case(autotune_configs=configs)}
+        return {c: estimate.cell_seconds(c, mode, profile, cases) for c in a_plan(cases).cells}
+
+    tuned, plain = seconds(40, "gpu", "matrix"), seconds(0, "gpu", "matrix")
+    for cell in tuned:
+        drawn = cell.row.spec.examples is Examples.DRAWN
+        assert tuned[cell] - plain[cell] == pytest.approx(estimate.AUTOTUNE_S["gpu"] * 20 * 40 if drawn else 0.0), cell
+        assert (tuned[cell] > plain[cell]) is drawn, cell
+    assert seconds(40, "interpreter", "quick") == seconds(0, "interpreter", "quick")
+
+
+def test_the_first_estimate_gives_each_cell_the_runner_start_the_cases_import_costs_and_the_time_left_too_until_one_started():
+    """FlagGems's import initializes CUDA: no runner can be forked after it, and each imports the library (3.1 s on the
+    GPU runner); the controller's own import of the cases says how long, before any cell ran."""
+    plan = estimate.Plan(**{**a_plan({"mine": a_case()}, profile="matrix").__dict__, "gpu": "H100"})
+    started = estimate.Plan(**{**plan.__dict__, "runner_start": 3.0})
+    cells = len(plan.cells)
+    assert estimate.expected_seconds(started) - estimate.expected_seconds(plan) == pytest.approx(3.0 * cells / 2, rel=0.02)
+    assert estimate.remaining_seconds([], started) - estimate.remaining_seconds([], plan) == pytest.approx(3.0 * cells / 2, rel=0.02)
+
+
+def test_the_controller_times_the_cases_import_and_tells_whether_it_left_its_process_unsafe_to_fork(tmp_path):
+    plain = tmp_path / "plain_cases.py"
+    plain.write_text("import time\ntime.sleep(0.2)\nCASES = []\n")
+    threaded = tmp_path / "threaded_cases.py"
+    threaded.write_text("import threading, time\nthreading.Thread(target=time.sleep, args=(5,), daemon=True).start()\nCASES = []\n")
+    _, quiet = options._timed_load([str(plain)])
+    assert quiet.unsafe is None and quiet.seconds >= 0.2
+    _, started = options._timed_load([str(threaded)])
+    assert started.unsafe == "they started a thread"
 
 
 def test_a_profile_never_measured_here_says_no_time_left_until_its_cells_measure_it():
