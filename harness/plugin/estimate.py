@@ -338,6 +338,9 @@ def announce(plan: Plan) -> str:
     expected = expected_seconds(plan)
     lines.append(f"profile {plan.profile}: {PROFILES[plan.profile].summary}; "
                  + (f"expect about {_minutes(expected)}" if expected else "no timing of this profile here to estimate from"))
+    if plan.runner_start:
+        lines.append(f"each cell's runner imports the cases itself, {plan.runner_start:.1f} s a cell: no process can be forked "
+                     "after their import (it initializes CUDA or starts a thread)")
     if plan.profile != DEFAULT_PROFILE:
         full = expected_seconds(plan, DEFAULT_PROFILE)
         lines.append(f"the full profile (--matrix-profile={DEFAULT_PROFILE}: {PROFILES[DEFAULT_PROFILE].summary}) "

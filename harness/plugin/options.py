@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -153,12 +154,22 @@ def _timed_load(specs: list[str]) -> tuple[registry.Loaded, CasesImport]:
     # hands its runners to a child forked before that import): the estimate gives each cell that import's time.
     from harness.processes import zygote
 
-    cuda, threads, began = zygote.cuda_initialized(), zygote.threads_running(), time.perf_counter()
+    cuda, threads, began = _cuda_state(), zygote.threads_running(), time.perf_counter()
     cases = registry.load(specs)
     seconds = time.perf_counter() - began
-    unsafe = ("the CUDA driver was initialized by the imports" if zygote.cuda_initialized() and not cuda else
+    unsafe = ("they initialized CUDA" if any(now and not before for now, before in zip(_cuda_state(), cuda)) else
               "they started a thread" if zygote.threads_running() > threads else None)
     return cases, CasesImport(seconds, unsafe)
+
+
+def _cuda_state() -> tuple[bool, bool]:
+    """(the CUDA driver initialized, torch's CUDA context made). The controller may have initialized the driver before
+    it imports the cases (torch.cuda.is_available() does, to count the GPUs), not torch's context: a library that asks
+    torch for its device at import (FlagGems asks its name) makes it, and a runner cannot be forked after that either."""
+    from harness.processes import zygote
+
+    torch = sys.modules.get("torch")
+    return zygote.cuda_initialized(), bool(torch is not None and torch.cuda.is_initialized())
 
 
 def _fresh_run_dir(config: pytest.Config) -> str:

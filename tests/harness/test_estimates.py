@@ -169,6 +169,8 @@ def test_the_first_estimate_gives_each_cell_the_runner_start_the_cases_import_co
     cells = len(plan.cells)
     assert estimate.expected_seconds(started) - estimate.expected_seconds(plan) == pytest.approx(3.0 * cells / 2, rel=0.02)
     assert estimate.remaining_seconds([], started) - estimate.remaining_seconds([], plan) == pytest.approx(3.0 * cells / 2, rel=0.02)
+    assert "each cell's runner imports the cases itself, 3.0 s a cell" in estimate.announce(started)
+    assert "imports the cases itself" not in estimate.announce(plan)
 
 
 def test_the_controller_times_the_cases_import_and_tells_whether_it_left_its_process_unsafe_to_fork(tmp_path):
