@@ -220,8 +220,8 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan, running: dict[A
     running = {cell: seconds for cell, seconds in running.items() if cell in given and cell not in done}
     scale = _scales(given, measured, running, lambda cell: autotunes.get(cell.case, False), overall)
     # What a runner's start cost the cells done, on average, but each worker's first (the run's first runners wait for
-    # the runner template), else what the plan expected: each cell left pays as much (on a GPU each cell has a process of its own, a library's
-    # started in seconds; on the interpreter a worker's process serves its cells, nearly 0).
+    # the runner template), else what the plan expected: each cell left pays as much (on a GPU each cell has a process
+    # of its own, a library's started in seconds; on the interpreter a worker's process serves its cells, nearly 0).
     starts = [result.timings.process_start for result in results if result.cell in measured]
     starting = sum(starts) / len(starts) if starts else plan.runner_start
     still = [max(given[cell] * scale(cell) - seconds, seconds) for cell, seconds in running.items()]

@@ -151,14 +151,15 @@ class CasesImport:
 
 def _timed_load(specs: list[str]) -> tuple[registry.Loaded, CasesImport]:
     # Each runner of a run whose cases' import leaves a process unsafe to fork imports them itself (the runner template
-    # hands its runners to a child forked before that import): the estimate gives each cell that import's time.
+    # hands its runners to a child forked before that import): the estimate gives each cell that import's time. A thread
+    # is the import's if it is new, not if the count grew: the controller's own threads may end meanwhile.
     from harness.processes import zygote
 
     cuda, threads, began = _cuda_state(), zygote.threads_running(), time.perf_counter()
     cases = registry.load(specs)
     seconds = time.perf_counter() - began
     unsafe = ("they initialized CUDA" if any(now and not before for now, before in zip(_cuda_state(), cuda)) else
-              "they started a thread" if zygote.threads_running() > threads else None)
+              "they started a thread" if zygote.threads_running() - threads else None)
     return cases, CasesImport(seconds, unsafe)
 
 

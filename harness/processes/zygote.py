@@ -324,18 +324,18 @@ def unsafe_to_fork() -> str | None:
     """Why a child forked from this process might not work, or None: the CUDA driver initialized, or another thread."""
     if cuda_initialized():
         return "the CUDA driver was initialized by the imports"
-    threads = threads_running()
+    threads = len(threads_running())
     return f"{threads} threads run" if threads > 1 else None
 
 
-def threads_running() -> int:
-    """How many threads this process runs, its main thread among them."""
+def threads_running() -> set[int]:
+    """The threads this process runs, its main thread among them: their ids."""
     try:
-        return len(os.listdir("/proc/self/task"))
+        return {int(tid) for tid in os.listdir("/proc/self/task")}
     except OSError:
         import threading
 
-        return threading.active_count()
+        return {thread.native_id or 0 for thread in threading.enumerate()}
 
 
 def _listening(path: str) -> socket.socket:
