@@ -55,6 +55,8 @@ def _has_gradient(case: Any, wrapping: Wrapping) -> str | None:
         return "the case mutates its inputs: it has no gradient to check"
     if case.backward is None and wrapping in (Wrapping.RAW, Wrapping.RAW_AUTOGRAD, *OPERATOR_STYLES):
         return "the case declares no backward"
+    if not case.takes_gradient:  # a training step would only run the forward: the eager row's check, passed as training
+        return "no input of the case takes a gradient: its floating-point tensor inputs are all in no_grad, or it has none"
     return None
 
 

@@ -1,6 +1,8 @@
 """Which cells run here: each rule a predicate over the cell, its case and an explicit run environment, so that a
 machine's limits are said as "not tested here" with the probe's answer, and nothing else is left out."""
 
+import dataclasses
+
 from harness.authoring import registry
 from harness.execution.applicability import Probes, RunEnvironment, select
 from harness.model.cell import Cell
@@ -87,6 +89,20 @@ def test_a_case_that_declares_no_backward_has_no_training_cell_in_any_generated_
         assert select(Cell("two_outputs", Wrapping.CONTROL, row), case, _env()).skipped is None
     # with a backward declared, the raw launcher is trained as it is: the gradient it loses is the finding
     assert select(Cell("add", Wrapping.RAW, Row.TRAIN_EAGER), CASES["add"], _env()).skipped is None
+
+
+def test_a_case_whose_float_inputs_all_take_no_gradient_has_no_training_cell_not_even_the_control_or_the_shipped_op():
+    # An int8 matmul whose float scales are quantization's (no_grad): a training step would only run the forward.
+    base = CASES["add"]
+    names = [p.name for p in base.input_parameters()]
+    frozen = dataclasses.replace(base, no_grad=frozenset(names), shipped=base.reference)
+    assert not frozen.takes_gradient and base.takes_gradient
+    for row in (Row.TRAIN_EAGER, Row.TRAIN_COMPILE_FULLGRAPH, Row.TRAIN_COMPILE_DEFAULT):
+        for wrapping in (Wrapping.CONTROL, Wrapping.SHIPPED):
+            assert select(Cell("add", wrapping, row), frozen, _env()).skipped.startswith("no input of the case takes a gradient"), (wrapping, row)
+    # one float input left to differentiate is enough for the training rows to run
+    one_left = dataclasses.replace(base, no_grad=frozenset(names[1:]))
+    assert one_left.takes_gradient and select(Cell("add", Wrapping.CONTROL, Row.TRAIN_EAGER), one_left, _env()).skipped is None
 
 
 def test_a_case_that_requires_other_hardware_still_runs_its_control_so_its_reference_is_checked_here():
