@@ -217,6 +217,10 @@ CHECKS: dict[str, Check] = {
     "triton-compat-matrix run -n 16 --cases examples/cce_cases --report-dir reports/libraries/cut_cross_entropy":
         Check("library", "cut_cross_entropy", root=True),
     "python -m harness cases --cases examples/cce_cases": Check("library", "cut_cross_entropy", root=True, whole=True),
+    "pip install --no-deps torchao==0.18.0": pip_parse(REGISTRY),
+    "triton-compat-matrix run -n auto --cases examples/torchao_cases --report-dir reports/libraries/torchao":
+        Check("library", "torchao", root=True),
+    "python -m harness cases --cases examples/torchao_cases": Check("library", "torchao", root=True, whole=True),
     "python -m harness cases --cases examples/my_kernels.py": collect(root=True, whole=True),
     "python -m harness cases": collect(whole=True),
     "python -m harness bench --out bench.txt": helped(why="a whole matrix run (minutes)"),
