@@ -69,6 +69,8 @@ def _more(case: Case) -> str:
                      + (f", takes ({', '.join(case.backward.takes)})" if case.backward.takes else ""))
     if case.mutates:
         notes.append("mutates " + ", ".join(sorted(case.mutates)))
+    elif not case.takes_gradient:
+        notes.append("no input takes a gradient: no training cells")
     if case.flops:
         notes.append("flop formula")
     if case.requires:

@@ -3,7 +3,7 @@ machine's limits are said as "not tested here" with the probe's answer, and noth
 
 import dataclasses
 
-from harness.authoring import registry
+from harness.authoring import catalog, registry
 from harness.execution.applicability import Probes, RunEnvironment, select
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
@@ -100,6 +100,7 @@ def test_a_case_whose_float_inputs_all_take_no_gradient_has_no_training_cell_not
     for row in (Row.TRAIN_EAGER, Row.TRAIN_COMPILE_FULLGRAPH, Row.TRAIN_COMPILE_DEFAULT):
         for wrapping in (Wrapping.CONTROL, Wrapping.SHIPPED):
             assert select(Cell("add", wrapping, row), frozen, _env()).skipped.startswith("no input of the case takes a gradient"), (wrapping, row)
+    assert "no input takes a gradient: no training cells" in catalog.table([frozen])  # as `harness cases` says it
     # one float input left to differentiate is enough for the training rows to run
     one_left = dataclasses.replace(base, no_grad=frozenset(names[1:]))
     assert one_left.takes_gradient and select(Cell("add", Wrapping.CONTROL, Row.TRAIN_EAGER), one_left, _env()).skipped is None
