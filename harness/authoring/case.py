@@ -6,6 +6,7 @@ compile path on it; the case author never writes a style or a path by hand.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import types
@@ -49,10 +50,6 @@ DEFAULT_TOLERANCES: Mapping[torch.dtype, Tolerance] = MappingProxyType(
         torch.bfloat16: Tolerance(atol=1e-2, rtol=1.6e-2),
     }
 )
-
-# Case.takes_gradient, by id(case) (cases are frozen and unhashable: their mappings), beside the case itself, which
-# stays alive so that its id is never another case's.
-_TAKES_GRADIENT: dict[int, tuple[Any, bool]] = {}
 
 
 @dataclass(frozen=True)
@@ -640,23 +637,22 @@ class Case:
         """The positions of the inputs that take no gradient (no_grad), as training.leaves takes them."""
         return tuple(i for i, p in enumerate(self.input_parameters()) if p.name in self.no_grad)
 
-    @property
-    def takes_gradient(self) -> bool:
-        """Whether a training row has anything to differentiate: a floating-point tensor input outside no_grad, among
-        the inputs make_inputs gives at example_shape in any of the case's dtypes (an int8 matmul whose float scales are
-        all no_grad has none). Made once a case; where make_inputs fails here, True: its cells say why it fails."""
-        if id(self) not in _TAKES_GRADIENT:
-            _TAKES_GRADIENT[id(self)] = (self, self._has_graded_input())
-        return _TAKES_GRADIENT[id(self)][1]
-
-    def _has_graded_input(self) -> bool:
+    def graded(self, inputs: tuple[Any, ...]) -> list[str]:
+        """The names of the inputs a training step differentiates: the floating-point tensors outside no_grad."""
         names = [p.name for p in self.input_parameters()]
+        return [n for n, x in zip(names, inputs) if isinstance(x, torch.Tensor) and x.is_floating_point() and n not in self.no_grad]
+
+    @functools.cached_property  # beside the fields, in the instance's own dict: a frozen dataclass allows that
+    def takes_gradient(self) -> bool:
+        """Whether a training row has anything to differentiate (`graded`), in the inputs make_inputs gives at
+        example_shape in any of the case's dtypes (an int8 matmul whose float scales are all no_grad has none). Where
+        make_inputs fails here, True: its cells say why it fails."""
         for dtype in self.dtypes:
             try:
                 made = self.make_inputs(self.example_shape, dtype, "cpu", torch.Generator().manual_seed(0))
             except Exception:  # noqa: BLE001 - the author's code: the cells that run it report its failure
                 return True
-            if any(isinstance(x, torch.Tensor) and x.is_floating_point() and n not in self.no_grad for n, x in zip(names, made)):
+            if self.graded(made):
                 return True
         return False
 

@@ -510,7 +510,7 @@ class Execution:
         actual = flatten(self.call(artifact, act_inputs))
         input_names = [p.name for p in self.case.input_parameters()]
         tensors = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
-        graded = [input_names[i] for i in tensors if inputs[i].is_floating_point() and input_names[i] not in self.case.no_grad] if self.training else []
+        graded = self.case.graded(inputs) if self.training else []
         names = list(self.cell.row.spec.outputs) or (
             [f"output {n}" for n in range(len(expected) - len(graded))] + [f"gradient of input {n!r}" for n in graded]
         )

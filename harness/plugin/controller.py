@@ -276,14 +276,16 @@ class MatrixController:
                              specs=case_specs(self.config), profile=profile_name(self.config),
                              gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
                              workers=workers if isinstance(workers, int) and workers > 0 else 1,
-                             report_dir=self.report_dir(), shard=shard_of(self.config), runner_start=self._runner_start())
+                             report_dir=self.report_dir(), shard=shard_of(self.config), **self._runner_start())
 
-    def _runner_start(self) -> float:
-        """What each cell's runner is expected to pay to start: where the cases' import leaves a process unsafe to fork,
-        each runner imports them itself, as long as this process took to (on the GPU runner FlagGems's runners started in
-        a median 3.1 s: reports/evidence/gpu/flag-gems/spare-template); else the runner template's fork, about nothing."""
+    def _runner_start(self) -> dict[str, Any]:
+        """What each cell's runner is expected to pay to start, and why: where the cases' import leaves a process unsafe to
+        fork, each runner imports them itself, as long as this process took to (on the GPU runner FlagGems's runners started
+        in a median 3.1 s: reports/evidence/gpu/flag-gems/spare-template); else the runner template's fork, about nothing."""
         cost = import_cost(self.config)
-        return cost.seconds if cost.unsafe and cells_per_process(self.config) == 1 else 0.0
+        if not cost.unsafe or cells_per_process(self.config) != 1:
+            return {}
+        return {"runner_start": cost.seconds, "runner_start_why": cost.unsafe}
 
     def report_dir(self) -> str:
         """--report-dir; else `reports`, or `reports/partial` for a run of part of the matrix (-k, --lf, a cell

@@ -128,6 +128,7 @@ class Plan:
     carried_from: str = ""  # the run they come from
     cores: int | None = None  # the machine's cores, where not this machine's (a run replayed: `replayed`)
     runner_start: float = 0.0  # what each cell's runner is expected to pay to start, before any has (the controller's)
+    runner_start_why: str = ""  # what the cases' import did that keeps runners from being forked after it
 
     @property
     def mode(self) -> str:
@@ -340,7 +341,7 @@ def announce(plan: Plan) -> str:
                  + (f"expect about {_minutes(expected)}" if expected else "no timing of this profile here to estimate from"))
     if plan.runner_start:
         lines.append(f"each cell's runner imports the cases itself, {plan.runner_start:.1f} s a cell: no process can be forked "
-                     "after their import (it initializes CUDA or starts a thread)")
+                     f"after their import ({plan.runner_start_why or 'it initializes CUDA or starts a thread'})")
     if plan.profile != DEFAULT_PROFILE:
         full = expected_seconds(plan, DEFAULT_PROFILE)
         lines.append(f"the full profile (--matrix-profile={DEFAULT_PROFILE}: {PROFILES[DEFAULT_PROFILE].summary}) "

@@ -165,11 +165,12 @@ def test_the_first_estimate_gives_each_cell_the_runner_start_the_cases_import_co
     """FlagGems's import initializes CUDA: no runner can be forked after it, and each imports the library (3.1 s on the
     GPU runner); the controller's own import of the cases says how long, before any cell ran."""
     plan = estimate.Plan(**{**a_plan({"mine": a_case()}, profile="matrix").__dict__, "gpu": "H100"})
-    started = estimate.Plan(**{**plan.__dict__, "runner_start": 3.0})
+    started = estimate.Plan(**{**plan.__dict__, "runner_start": 3.0, "runner_start_why": "they initialized CUDA"})
     cells = len(plan.cells)
     assert estimate.expected_seconds(started) - estimate.expected_seconds(plan) == pytest.approx(3.0 * cells / 2, rel=0.02)
     assert estimate.remaining_seconds([], started) - estimate.remaining_seconds([], plan) == pytest.approx(3.0 * cells / 2, rel=0.02)
-    assert "each cell's runner imports the cases itself, 3.0 s a cell" in estimate.announce(started)
+    assert ("each cell's runner imports the cases itself, 3.0 s a cell: no process can be forked after their import (they "
+            "initialized CUDA)") in estimate.announce(started)
     assert "imports the cases itself" not in estimate.announce(plan)
 
 
