@@ -147,6 +147,16 @@ class MatrixController:
         node.workerinput["tcm_carried"] = sorted(self.carried_ids())
         self._timeline["last_configured"] = round(time.time() - self.started, 2)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """xdist's `--dist load` (its default with -n), but an autotuned case's cells dealt after the cell that compiles
+        its kernels first (harness.plugin.dealing); another --dist is xdist's own."""
+        if config.getvalue("dist") != "load":
+            return None
+        from harness.plugin.dealing import MatrixScheduling  # here: xdist is there only where this hook is called
+
+        return MatrixScheduling(config, log)
+
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         """The run stops (Ctrl-C, or SIGTERM, or a signal that bench passed on, sent to this process alone): each worker
         is interrupted as Ctrl-C at a terminal interrupts it, so that it ends the cell in flight at once, its runner

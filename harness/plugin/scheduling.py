@@ -1,10 +1,11 @@
 """The order and the split of a run's cells. Costliest first, cells that would wait for what another builds spaced
-from it, and --shard's parts balanced by expected cost."""
+from it, an autotuned case's cells after the one that compiles its kernels first (`first_compiles`), and --shard's
+parts balanced by expected cost."""
 
 from __future__ import annotations
 
 import heapq
-from typing import Callable, Hashable, Sequence, TypeVar
+from typing import Callable, Collection, Hashable, Sequence, TypeVar
 
 import pytest
 
@@ -73,6 +74,23 @@ def shared_builds(cell: Cell) -> tuple[str, ...]:
     but which may still be building when the first cells ask for them."""
     package = cell.package_key()
     return *([f"package {package}"] if package is not None else []), *(p.key for p in prebuild.needed_by(cell))
+
+
+def first_compiles(cells: Sequence[Cell | None], autotuned: Collection[str], carried: Collection[str] = ()) -> dict[int, int]:
+    """Which cells wait for which, by their places in `cells` (the run's order): each case of `autotuned` has its first
+    eager cell of a style that launches its kernels compile them first, and its other cells that launch them wait for it
+    to end. Its autotuner compiles every config for each new specialization of the sizes it draws (a size's divisibility
+    by 16, ...) into the run's shared Triton cache; the cells that started beside it compiled them all again, each for
+    itself, before any had written the cache (torchao's int8 matmul on an H200: 104-153 s a cell at the run's start,
+    10 s after). The controls, which launch no kernel, and the carried cells do not wait."""
+    first: dict[str, int] = {}
+    for place, cell in enumerate(cells):
+        if (cell is not None and cell.case in autotuned and cell.row is Row.EAGER and cell.wrapping is not Wrapping.CONTROL
+                and cell.id not in carried):
+            first.setdefault(cell.case, place)
+    return {place: first[cell.case] for place, cell in enumerate(cells)
+            if cell is not None and cell.case in first and place != first[cell.case] and cell.wrapping is not Wrapping.CONTROL
+            and cell.id not in carried}
 
 
 def spaced(items: Sequence[T], builds: Callable[[T], tuple[Hashable, ...]], gap: int) -> list[T]:
