@@ -1,6 +1,7 @@
 """How the controller deals the cells to xdist's workers: xdist's `--dist load`, in the run's order, except that a cell
-that waits for another (`scheduling.first_compiles`) is dealt once that cell has ended, or to the worker that runs that
-cell before it. Imported only where xdist runs the cells: the torch-free tools' pytest has no xdist."""
+that waits for another (`scheduling.first_compiles`) is dealt after every cell that waits for none, unless the cell it
+waits for has ended, or runs before it on the same worker. Imported only where xdist runs the cells: the torch-free
+tools' pytest has no xdist."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ from harness.plugin.scheduling import first_compiles
 
 
 class MatrixScheduling(LoadScheduling):
-    """The controller's dealer. An xdist worker runs a cell only once it holds the next one (it runs each cell knowing
-    what follows), so a worker dealt one cell waits; a worker holds the cell that others wait for, and may always be
-    dealt those others, which it runs after it: no cell waits for a cell that waits. A worker dealt the last cell that
-    waits for nothing holds it until the awaited cell ends: dealt a waiting cell behind it instead, the worker would
-    compile the kernels beside the awaited cell. What no cell waits for any longer, a worker whose cell ended takes as
-    before."""
+    """The controller's dealer. Cells that wait are not held back from a worker that has nothing else to run: the run
+    takes no longer than xdist's order would, and its other cells, the other cases' and the controls, run while the
+    awaited cells fill the cache (a library of one autotuned case has few of those: its cells then start beside the
+    awaited one, as before). An xdist worker runs a cell only once it holds the next one (it runs each cell knowing
+    what follows), so a worker is dealt the cells that wait for a cell it holds, behind it, before any other."""
 
     def __init__(self, config: Any, log: Any = None):
         super().__init__(config, log)
@@ -37,17 +37,17 @@ class MatrixScheduling(LoadScheduling):
 
     def _send_tests(self, node: Any, num: int) -> None:
         """Deal `node` up to `num` cells: first those that others wait for; then, in the run's order, those that wait for
-        a cell this worker runs before them (behind it, a cell that waits for nothing would wait as long); then those that
-        wait for none."""
+        a cell this worker runs before them; then those that wait for none; then, where none is left, those that wait."""
         waits = self.waits()
         awaited = set(waits.values())
         chosen = [place for place in self.pending if place in awaited][:num]
         queued = {*self.node2pending[node], *chosen}
-        for behind in (True, False):
+        passes = (lambda place: waits.get(place) in queued, lambda place: place not in waits, lambda place: True)
+        for deal in passes:
             for place in self.pending:
                 if len(chosen) >= num:
                     break
-                if place not in awaited and place not in chosen and (waits.get(place) in queued if behind else place not in waits):
+                if place not in awaited and place not in chosen and deal(place):
                     chosen.append(place)
         if chosen:
             taken = set(chosen)
@@ -56,24 +56,17 @@ class MatrixScheduling(LoadScheduling):
             node.send_runtest_some(chosen)
 
     def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
-        released = self._release({item_index})
+        self._release({item_index})
         super().mark_test_complete(node, item_index, duration)
-        if released:  # workers waiting for one more cell may have one now
-            for other in self.nodes:
-                if other is not node:
-                    self.check_schedule(other)
 
     def remove_node(self, node: Any) -> str | None:
-        # A worker that died: the cells that waited for one of its cells wait no longer (that cell goes back into the
-        # pending cells, to run again or to be reported as the worker's crash).
+        # A worker that died: its cells go back to the pending ones, but the one it was running is reported as its crash
+        # and never ends; the cells that waited for one of them wait no more.
         self._release(set(self.node2pending.get(node, ())))
         return super().remove_node(node)
 
-    def _release(self, ended: set[int]) -> bool:
-        """The cells that waited for one of `ended` wait no more; whether there were any."""
-        if self._waits is None:
-            return False
-        released = [place for place, first in self._waits.items() if first in ended]
-        for place in released:
-            del self._waits[place]
-        return bool(released)
+    def _release(self, ended: set[int]) -> None:
+        """The cells that waited for one of `ended` wait no more."""
+        if self._waits is not None:
+            for place in [place for place, first in self._waits.items() if first in ended]:
+                del self._waits[place]
