@@ -1,7 +1,7 @@
-"""How the controller deals the cells to xdist's workers: xdist's `--dist load`, in the run's order, except that a cell
-that waits for another (`scheduling.first_compiles`) is dealt after every cell that waits for none, unless the cell it
-waits for has ended, or runs before it on the same worker. Imported only where xdist runs the cells: the torch-free
-tools' pytest has no xdist."""
+"""How the controller deals the cells to xdist's workers. As xdist's `--dist load`, in the run's order, but a cell that
+waits for another (`scheduling.first_compiles`) comes after every cell that waits for none, unless the cell it waits
+for has ended or runs before it on the same worker. Imported only where xdist runs the cells: the torch-free tools'
+pytest has no xdist."""
 
 from __future__ import annotations
 
