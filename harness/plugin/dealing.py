@@ -24,6 +24,7 @@ class MatrixScheduling(LoadScheduling):
     def __init__(self, config: Any, log: Any = None):
         super().__init__(config, log)
         self._waits: dict[int, int] | None = None  # a cell's place in the collection -> the place of the cell it waits for
+        self._awaited: set[int] = set()  # the places of the cells that others wait for
 
     def waits(self) -> dict[int, int]:
         """Who waits for whom, made at the first deal, once the workers' collections are in."""
@@ -33,25 +34,32 @@ class MatrixScheduling(LoadScheduling):
             self._waits = first_compiles([Cell.of_test(nodeid) for nodeid in self.collection],
                                          {name for name, case in cases.items() if case.autotune_configs},
                                          carried_cells(self.config))
+            self._reorder()
         return self._waits
 
+    def _reorder(self) -> None:
+        """The pending cells: those others wait for, then those that wait for none, then those that wait, each in the run's
+        order (their places in the collection)."""
+        waits = self._waits or {}
+        self._awaited = set(waits.values())
+        self.pending.sort(key=lambda place: (0 if place in self._awaited else 2 if place in waits else 1, place))
+
     def _send_tests(self, node: Any, num: int) -> None:
-        """Deal `node` up to `num` cells: first those that others wait for; then, in the run's order, those that wait for
-        a cell this worker runs before them; then those that wait for none; then, where none is left, those that wait."""
+        """Deal `node` up to `num` cells from the front of the pending ones; but to a worker that holds a cell others wait
+        for, those first."""
         waits = self.waits()
-        awaited = set(waits.values())
-        chosen = [place for place in self.pending if place in awaited][:num]
-        queued = {*self.node2pending[node], *chosen}
-        passes = (lambda place: waits.get(place) in queued, lambda place: place not in waits, lambda place: True)
-        for deal in passes:
-            for place in self.pending:
-                if len(chosen) >= num:
-                    break
-                if place not in awaited and place not in chosen and deal(place):
-                    chosen.append(place)
+        if not waits:  # no cell waits, or none any longer: xdist's own dealing
+            super()._send_tests(node, num)
+            return
+        chosen: list[int] = []
+        queued = set(self.node2pending[node])
+        while len(chosen) < num and self.pending:
+            behind = next((p for p in self.pending if waits.get(p) in queued), None) if queued & self._awaited else None
+            place = self.pending[0] if behind is None else behind
+            self.pending.remove(place)
+            chosen.append(place)
+            queued.add(place)
         if chosen:
-            taken = set(chosen)
-            self.pending[:] = [place for place in self.pending if place not in taken]
             self.node2pending[node].extend(chosen)
             node.send_runtest_some(chosen)
 
@@ -66,7 +74,8 @@ class MatrixScheduling(LoadScheduling):
         return super().remove_node(node)
 
     def _release(self, ended: set[int]) -> None:
-        """The cells that waited for one of `ended` wait no more."""
-        if self._waits is not None:
+        """The cells that waited for one of `ended` wait no more: they take their places in the run's order."""
+        if self._waits and ended & self._awaited:
             for place in [place for place, first in self._waits.items() if first in ended]:
                 del self._waits[place]
+            self._reorder()

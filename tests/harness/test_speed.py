@@ -509,6 +509,11 @@ def test_an_autotuned_case_s_cells_are_dealt_after_the_others_while_its_first_ea
     dealt, ran = _deal(tuned + plain, lambda cell: 100.0 if cell == "tuned-raw-eager" else 1.0)
     assert max(dealt.index(cell) for cell in free) < min(dealt.index(cell) for cell in waiting if ran[cell][0] != ran["tuned-raw-eager"][0])
     assert max(end for _, _, end in ran.values()) == 101.0  # the cell dealt behind it on its worker; the rest ran beside it
+    # Two autotuned cases: their first eager cells start at once, on two workers, each with its own case's cells behind it.
+    monkeypatch.setitem(cases, "plain", SimpleNamespace(autotune_configs=2))
+    dealt, ran = _deal(tuned + plain, lambda cell: 20.0 if cell.endswith("-raw-eager") else 3.0)
+    assert ran["tuned-raw-eager"][1] == ran["plain-raw-eager"][1] == 0.0 and ran["tuned-raw-eager"][0] != ran["plain-raw-eager"][0]
+    monkeypatch.setitem(cases, "plain", SimpleNamespace(autotune_configs=0))
     # No autotuned case: xdist's own dealing, in the run's order.
     monkeypatch.setitem(cases, "tuned", SimpleNamespace(autotune_configs=0))
     seconds = lambda cell: 1.0 + len(cell) % 3  # noqa: E731
