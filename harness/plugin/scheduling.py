@@ -79,7 +79,8 @@ def shared_builds(cell: Cell) -> tuple[str, ...]:
 def first_compiles(cells: Sequence[Cell | None], autotuned: Collection[str], carried: Collection[str] = ()) -> dict[int, int]:
     """Which cells wait for which, by their places in `cells` (the run's order): each case of `autotuned` has its first
     eager cell of a style that launches its kernels compile them first, and its other cells that launch them wait for it
-    to end. Its autotuner compiles every config for each new specialization of the sizes it draws (a size's divisibility
+    to end (harness.plugin.dealing deals them after the cells that wait for none, never keeping a worker idle). Its
+    autotuner compiles every config for each new specialization of the sizes it draws (a size's divisibility
     by 16, ...) into the run's shared Triton cache; the cells that started beside it compiled them all again, each for
     itself, before any had written the cache (torchao's int8 matmul on an H200: 104-153 s a cell at the run's start,
     10 s after). The controls, which launch no kernel, and the carried cells do not wait."""
