@@ -362,6 +362,8 @@ def progress(results: Iterable[CellResult], plan: Plan, elapsed_s: float, runnin
     summary = ", ".join(f"{counts[k]} {k}" for k in sorted(counts, key=order.index))
     remaining = remaining_seconds(results, plan, running) if 0 < done < total else None
     left = "" if remaining is None else f"; about {_minutes(remaining)} left"
-    if remaining is not None and remaining < FINISHING_S:  # the cells still running are past their estimate: say so, not "0 s"
+    # The cells still running are past their estimate: say so, not "0 s". Not while cells are yet to begin: the rest is
+    # then cells the estimate gives next to nothing (a library's skipped cells, dealt last), and "about 3 s" is its word.
+    if remaining is not None and remaining < FINISHING_S and total - done <= len(running or {}):
         left = f"; finishing the last {_count(total - done, 'cell')} (past the estimate: each ends by its --cell-timeout)"
     return f"{done}/{total} cells in {_minutes(elapsed_s)} ({summary}){left}"

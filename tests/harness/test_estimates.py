@@ -278,3 +278,14 @@ def test_bench_replays_a_finished_runs_estimate_at_a_tenth_of_its_work_and_says_
     assert 0.7 <= ratio <= 1.3, line  # the rework's aim: within 30 % from a tenth of the work on
     assert main(["bench", "--results", os.path.join(ROOT, "reports", "gpu", "results.json")]) == 0  # parts merged
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("estimate at a tenth   not told: ")
+
+
+def test_the_last_cells_are_said_to_be_past_their_estimate_only_once_every_cell_left_has_begun(monkeypatch):
+    """The cells dealt last may be ones the estimate gives next to nothing (skipped ones): not yet begun, they are not
+    past it, and no --cell-timeout is what ends them."""
+    plan = a_plan({"mine": a_case()})
+    first = done(plan.cells[:-3], lambda cell: 0.5)
+    monkeypatch.setattr(estimate, "remaining_seconds", lambda results, plan, running=None: 1.0)
+    assert estimate.progress(first, plan, elapsed_s=60.0, running={}).endswith("; about 1 s left")
+    line = estimate.progress(first, plan, elapsed_s=60.0, running={cell: 30.0 for cell in plan.cells[-3:]})
+    assert line.endswith("; finishing the last 3 cells (past the estimate: each ends by its --cell-timeout)")
