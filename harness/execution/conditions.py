@@ -43,7 +43,8 @@ CONDITIONS = (
               "faulthandler enabled; PYTHONFAULTHANDLER and PYTHONUNBUFFERED set",
               "a segfault or abort is charted with the Python stack the log holds"),
     Condition("fresh compile caches for the run", ("environ:TORCHINDUCTOR_CACHE_DIR", "environ:TRITON_CACHE_DIR", "triton_knob:cache.dir"),
-              "Inductor's and Triton's caches in the run's own folder, made empty when the run starts",
+              "Inductor's and Triton's caches in the run's own folder, made empty when the run starts, shared by its cells (and its "
+              "compile-ahead slices, which fill Triton's with an autotuned case's configs before its cells)",
               "a cache left by another run could serve a compile that fails today (--cache-dir reuses one on purpose, "
               "and the chart says so); within a run, each cell's Inductor graphs are its own (the graph observer below)"),
     Condition("one compile thread", ("environ:TORCHINDUCTOR_COMPILE_THREADS", "inductor_config:compile_threads"),

@@ -10,6 +10,7 @@ import os
 import sys
 
 from harness.environment import machine, vec_isa
+from harness.execution import compile_ahead
 from harness.model.messages import CellRequest, Event, EventKind
 from harness.model.outcome import CellResult, Fault, Outcome, Stage
 from harness.processes import profiling, runner_template
@@ -20,6 +21,7 @@ from harness.processes.runner_child import RunnerChild
 def main(case_modules: list[str]) -> None:
     child = RunnerChild()  # first: the run's environment as it came
     cases = runner_template.prepare(case_modules)  # forked from the run's runner template: done there
+    compile_ahead.keep_slice()  # a slice of an autotuned case's configs, compiled ahead of its cells: only in such a runner
     # Here and not at the top: the runner's parent side runs in the plugin, which needs no torch.
     from harness.environment.probe import broken_dtypes
     from harness.execution.baseline import ConfigBaseline, EnvironmentBaseline

@@ -23,7 +23,7 @@ import pytest
 
 from harness.authoring import registry
 from harness.environment import machine, vec_isa
-from harness.execution import prebuild
+from harness.execution import compile_ahead, prebuild
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import OutputNotWritten, ResultsError
@@ -31,7 +31,7 @@ from harness.model.fingerprint import Fingerprint, ShardPart
 from harness.model.judging import blame_environment
 from harness.model.outcome import WORKER_DIED, CellResult, Fault, Outcome
 from harness.model.results import Results
-from harness.model.settings import PROFILES
+from harness.model.settings import PROFILES, Settings
 from harness.plugin import carry_over, estimate, heap
 from harness.plugin.interrupts import redelivered_after_a_collection
 from harness.plugin.options import (
@@ -39,6 +39,8 @@ from harness.plugin.options import (
     PARTIAL,
     case_specs,
     cells_per_process,
+    compiles_ahead,
+    compiling_ahead_folder,
     import_cost,
     loaded,
     profile_name,
@@ -118,6 +120,7 @@ class MatrixController:
         self._workers = 1  # as the first worker was told
         self._env: dict[str, str] | None = None  # the runners' environment (_runners_env)
         self._prebuilding: prebuild.Prebuilding | None = None  # the run's own builds (harness.execution.prebuild)
+        self._compiling: compile_ahead.CompilingAhead | None = None  # its autotuned cases' configs (harness.execution.compile_ahead)
         self._timeline: dict[str, float] = {"started": self.started}  # Results.timeline
         self._this_machine: Future[Fingerprint | None] | None = None  # what the machine is, read beside the first cells
         self._carried: frozenset[str] | None = None  # the cells carried over from --baseline (carried_ids)
@@ -206,6 +209,21 @@ class MatrixController:
         self._prebuilding = prebuild.Prebuilding(needed, self._runners_env(self._workers), caches=run_caches(self.config),
                                                  packages=run_packages(self.config), folder=self.run_caches, zygote=zygote)
 
+    def _compile_ahead(self) -> None:
+        """Start compiling the autotuned cases' configs in slices before their cells (harness.execution.compile_ahead),
+        where --compile-ahead says so: the run's zygote forks a runner process for each slice."""
+        env = self._runners_env(self._workers)
+        if self._compiling is not None or not compiles_ahead(self.config, env.get("TRITON_INTERPRET") == "1", self._workers):
+            return
+        autotuners = {name: case.autotuners for name, case in loaded(self.config).cases.items() if case.autotune_configs}
+        slices = compile_ahead.plan(sorted(self._to_run(), key=lambda cell: cell.id), autotuners, os.cpu_count() or 1)
+        if not slices:
+            return
+        settings = Settings(profile=PROFILES[profile_name(self.config)], workdir=self.run_caches, packages=run_packages(self.config),
+                            caches=run_caches(self.config))
+        self._compiling = compile_ahead.CompilingAhead(slices, case_specs(self.config), env, settings,
+                                                       compiling_ahead_folder(self.config), self.run_zygote(self._workers))
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._report_lock is not None:
             self._report_lock.release()
@@ -213,6 +231,8 @@ class MatrixController:
             signal.signal(signal.SIGTERM, self._sigterm)
         if self._prebuilding is not None:
             self._prebuilding.stop()
+        if self._compiling is not None:
+            self._compiling.stop()
         if self._zygote is not None:  # a run in which no cell reported has nothing of it to wait for (it may be importing still)
             stop_zygote(*self._zygote, kill=not self.results)
         logs = config.getoption("runner_logs")
@@ -246,6 +266,7 @@ class MatrixController:
         if first and not self.config.option.collectonly:
             self._announced = True
             self._prebuild()
+            self._compile_ahead()
             self._say(estimate.announce(self._plan()))
             self._read_this_machine()
             heap.freeze()  # torch and the cases, imported for the plan, stay to the end
@@ -439,7 +460,8 @@ class MatrixController:
             wall_time_s=round(time.time() - self.started, 1),
             problems=[p.to_json() for p in problems],
             interrupted=self._why_stopped(session) if missing else None,
-            prebuilt=self._prebuilding.results() if self._prebuilding is not None else [],
+            prebuilt=[*(self._prebuilding.results() if self._prebuilding is not None else []),
+                      *(self._compiling.results() if self._compiling is not None else [])],
             timeline=self._timeline,
         )
         report_dir = self._final_report_dir(results.complete)

@@ -23,7 +23,7 @@ PARTIAL = "partial"  # where a run of part of the matrix writes, under the defau
 # The options that only mean something to the matrix, with the value that says "not given".
 MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": None,
                    "cache_dir": None, "runner_logs": None, "profile_dir": None, "perf": False, "baseline": None, "full_run": False, "accept": False, "shard": None,
-                   "shard_timings": None, "cells_must_pass": False}
+                   "shard_timings": None, "cells_must_pass": False, "compile_ahead": "auto"}
 _LOADED = pytest.StashKey[registry.Loaded]()
 _IMPORT = pytest.StashKey["CasesImport"]()
 
@@ -56,6 +56,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "the matrix without it")
     group.addoption("--runner-logs", default=None, metavar="DIR",
                     help="keep each runner process's log in DIR (runner-WORKER-N.log), and the run's zygote's (zygote.log)")
+    group.addoption("--compile-ahead", default="auto", choices=("auto", "on", "off"),
+                    help="compile an autotuned case's configs before its cells, in slices side by side (one process a slice, "
+                         "each timing every Nth config; what the slices' cells find is thrown away), while its cells that "
+                         "launch the kernels wait; auto: where kernels are compiled (a GPU, not Triton's interpreter) and "
+                         "cells run side by side (-n 2 or more)")
     group.addoption("--perf", action="store_true",
                     help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "
                          "run without -n, so cells do not share the GPU")
@@ -200,6 +205,20 @@ def run_runner_template(config: pytest.Config) -> str | None:
         return config.workerinput.get("tcm_runner_template")
     controller = config.pluginmanager.get_plugin(CONTROLLER)
     return controller.runner_template_socket() if controller.run_zygote(workers=1) else None
+
+
+def compiling_ahead_folder(config: pytest.Config) -> str:
+    """Where the run's compile-ahead slices work and mark the cases they compile (harness.execution.compile_ahead): in the
+    run's own folder, never a reused --cache-dir."""
+    return os.path.join(_fresh_run_dir(config), "compile-ahead")
+
+
+def compiles_ahead(config: pytest.Config, interpreted: bool, workers: int) -> bool:
+    """Whether the run compiles its autotuned cases' configs ahead (--compile-ahead): auto where kernels are compiled (not
+    Triton's `interpreted` kernels, which nothing compiles) and `workers` run cells side by side (one at a time, the
+    first cell's compiles are the next cell's cache)."""
+    chosen = config.getoption("compile_ahead")
+    return chosen == "on" or (chosen == "auto" and not interpreted and workers > 1)
 
 
 def run_packages(config: pytest.Config) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness.execution import compile_ahead
 from harness.model.cell import Cell
 from harness.model.outcome import CellResult
 from harness.model.results import load
@@ -24,6 +25,7 @@ from harness.plugin.options import (
     carried_cells,
     case_specs,
     cells_per_process,
+    compiling_ahead_folder,
     loaded,
     profile_name,
     run_caches,
@@ -93,6 +95,7 @@ class MatrixWorker:
             result = carry_over.carry(self.baseline()[cell], self._baseline_run)
             attach(item, result)
             return result
+        compile_ahead.wait(compiling_ahead_folder(config), cell)  # its case's configs, compiled ahead in slices
         settings = Settings(profile=PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
                             packages=run_packages(config), caches=run_caches(config))
         timeout = timeout_for(cell.row, parse_timeouts(config.getoption("cell_timeout")))

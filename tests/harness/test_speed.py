@@ -548,3 +548,96 @@ def test_in_a_run_with_workers_an_autotuned_case_s_first_eager_cell_begins_befor
     began = {c["cell"]: c["timings"]["finished"] - c["timings"]["wall"] for c in results["cells"]}
     first = began.pop("planted_autotune_adds_up-raw-eager")
     assert all(start >= first for cell, start in began.items() if "-control-" not in cell), (first, began)
+
+
+def test_an_autotuned_case_is_compiled_ahead_in_as_many_slices_as_the_cores_share_and_its_configs_allow():
+    from types import SimpleNamespace
+
+    from harness.execution import compile_ahead
+
+    tuned = [SimpleNamespace(configs=[1, 2, 3]), SimpleNamespace(configs=[1] * 27)]
+    cells = [Cell.parse(f"{case}-{style}-{row}") for case in ("tuned", "few", "plain")
+             for style in ("control", "raw", "custom_op") for row in ("compile_default", "eager", "train_eager")]
+    slices = compile_ahead.plan(cells, {"tuned": tuned, "few": tuned[:1]}, cores=16, carried={"few-raw-eager"})
+    assert [(s.case, s.index, s.count) for s in slices] == [("tuned", k, 8) for k in range(8)] + [("few", k, 3) for k in range(3)]
+    # the first eager and train_eager cells of a style that launches the kernels, never the control's nor a carried one
+    assert {s.case: [c.id for c in s.cells] for s in slices} == {"tuned": ["tuned-raw-eager", "tuned-raw-train_eager"],
+                                                                  "few": ["few-raw-train_eager", "few-custom_op-eager"]}
+    # a case with one cell to run has nothing to share its compiles with
+    assert compile_ahead.plan([cells[1], cells[4]], {"tuned": tuned}, cores=16) == []  # the control's and raw's eager cells
+
+
+NOTED_CASE = '''
+import os
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+from harness import Case, inputs
+
+
+def _noted(nargs):
+    """Each config this process runs, and the slice it is, if it is one."""
+    with open({log!r}, "a") as f:
+        f.write(f"{{os.getpid()}} {{os.environ.get('TCM_COMPILE_AHEAD_SLICE', '-')}} {{nargs['BLOCK']}} {{time.time()}}\\n")
+
+
+def _time_once(kernel_call, quantiles=None):
+    kernel_call()
+    return [1.0, 1.0, 1.0] if quantiles else 1.0
+
+
+@triton.autotune(configs=[triton.Config({{"BLOCK": b}}, pre_hook=_noted) for b in (16, 32, 64)], key=["n"], do_bench=_time_once)
+@triton.jit
+def noted_copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask), mask=mask)
+
+
+def launch(k, x: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    n = x.numel()
+    k.noted_copy_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    return out
+
+
+CASE = Case(name="noted_copy", kernels=(noted_copy_kernel,), launch=launch, reference=torch.clone, make_inputs=inputs.randn(1),
+            shapes=inputs.shapes(300), example_shape=(40,), dtypes=(torch.float32,))
+'''
+
+
+def test_compiled_ahead_each_slice_times_only_its_configs_and_the_case_s_cells_begin_after_the_slices_with_their_outcomes_unchanged(tmp_path):
+    """--compile-ahead=on (auto leaves Triton's interpreter, which compiles nothing, alone): two slices of three configs,
+    each a runner process timing every second config, before the case's cells, which each time all three."""
+    log = tmp_path / "configs.log"
+    (tmp_path / "noted.py").write_text(NOTED_CASE.format(log=str(log)))
+
+    def run(ahead):
+        reports = tmp_path / f"reports-{ahead}"
+        proc = run_python([sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", f"--cases={tmp_path / 'noted.py'}",
+                           f"--report-dir={reports}", "--matrix-profile=quick", "--cell-timeout=120", f"--compile-ahead={ahead}",
+                           "-k", "eager and not train", "--matrix"], cwd=ROOT, timeout=600)
+        assert (reports / "results.json").exists(), proc.stdout[-2000:] + proc.stderr[-2000:]
+        return json.loads((reports / "results.json").read_text())
+
+    results = run("on")
+    heard = [line.split() for line in log.read_text().splitlines()]
+    assert results["prebuilt"] == [{"build": "compile_ahead noted_copy (2 slices)", "seconds": results["prebuilt"][0]["seconds"],
+                                    "cpu_s": results["prebuilt"][0]["cpu_s"], "error": None}]
+    assert {int(block) for _, part, block, _ in heard if part == "0/2"} == {16, 64}
+    assert {int(block) for _, part, block, _ in heard if part == "1/2"} == {32}
+    cells = {pid for pid, part, _, _ in heard if part == "-"}
+    assert cells and all({int(b) for p, _, b, _ in heard if p == pid} == {16, 32, 64} for pid in cells)
+    slices_ended = max(float(at) for _, part, _, at in heard if part != "-")
+    began = {c["cell"]: c["timings"]["finished"] - c["timings"]["wall"] for c in results["cells"] if "-control-" not in c["cell"]}
+    assert began and all(at >= slices_ended for at in began.values()), (slices_ended, began)
+
+    log.unlink()
+    without = run("off")
+    assert "prebuilt" not in without or not without["prebuilt"]
+    assert not any(part != "-" for _, part, _, _ in (line.split() for line in log.read_text().splitlines()))
+    assert ({c["cell"]: (c["outcome"], c["stage"]) for c in results["cells"]}
+            == {c["cell"]: (c["outcome"], c["stage"]) for c in without["cells"]})
