@@ -8,8 +8,9 @@ the run's shared Triton cache (104-153 s a cell), and held back until one cell h
 So where kernels are compiled (a GPU, not Triton's interpreter) and cells run side by side, the controller starts, once
 the workers have collected, a few slice processes per autotuned case before its cells: each a runner process
 (harness.processes.runner, forked from the run's zygote, in the runners' environment) that runs the case's first eager
-cell, and its first train_eager cell (the backward's kernels), with each autotuner timing only its slice of the configs
-it would time (every `count`-th from `index`: Autotuner.prune_configs, patched in that process alone, `keep_slice`).
+cell, and its first train_eager cell (the backward's kernels), with each autotuner trying only its slice of the configs
+it would time (every `count`-th from `index`), each config run once rather than timed (Autotuner.prune_configs and
+do_bench, patched in that process alone, `keep_slice`).
 Together the slices compile each config once, on as many cores, into the run's Triton cache, which the cells share as
 they always have; what the slices' cells find is thrown away (they time a slice of the configs, not what a cell checks).
 The case's cells that launch its kernels (not the controls) wait in their worker, before their runner is asked, until
@@ -43,7 +44,11 @@ from harness.processes.runner import Runner
 
 SLICE_ENV = "TCM_COMPILE_AHEAD_SLICE"  # "index/count" in a slice's runner process (keep_slice)
 REPLAYED = (Row.EAGER, Row.TRAIN_EAGER)  # the rows a slice runs: what launches the case's kernels, and its backward's, as eager code does
-TIMEOUT_S = 300.0  # a slice's cells, together; then the cells compile for themselves
+# How long a case's slices may take, together, before they are ended and its cells start, compiling for themselves what
+# the slices had not (the cells wait that long at most). Slices that paid for themselves took 13-18 s (the built-in
+# cases' 3 configs) and 47-100 s (torchao's 27, in 16 or 4 slices) on one H200; Cut Cross-Entropy's, whose autotuning
+# waits on the GPU rather than compiling, were still running at 230-300 s while its cells waited.
+TIMEOUT_S = 120.0
 POLL_S = 0.1
 
 
@@ -84,7 +89,10 @@ def plan(cells: Iterable[Cell], autotuners: Mapping[str, Collection[Any]], cores
 
 def keep_slice() -> None:
     """In a slice's runner (SLICE_ENV set), before its cells: each autotuner of the process times, and so compiles, only
-    its slice of the configs it would time (at least one: with fewer configs than slices, a config is compiled twice)."""
+    its slice of the configs it would time (at least one: with fewer configs than slices, a config is compiled twice),
+    and runs each of them once instead of timing it: a slice is there to compile them, and an autotuner whose kernels
+    take long on the GPU (Cut Cross-Entropy's, CCE_AUTOTUNE=1: its eager cells waited on the GPU 150 s of 167 s) kept
+    its slices timing, and the cells waiting, for minutes."""
     given = os.environ.get(SLICE_ENV)
     if not given:
         return
@@ -98,6 +106,15 @@ def keep_slice() -> None:
         return configs[index::count] or configs[index % len(configs):][:1]
 
     Autotuner.prune_configs = sliced
+    # Where an autotuner's benchmarker is kept (Triton's do_bench, or the one it was given): read at each timing, set by
+    # no version's constructor that names it otherwise, but a setter all the same, so that one that did still works.
+    Autotuner.do_bench = property(lambda self: _run_once, lambda self, value: None)
+
+
+def _run_once(kernel_call: Any, quantiles: Any = None, **kwargs: Any) -> Any:
+    """A slice's timing of a config: it runs once, which compiles it, and every config times the same."""
+    kernel_call()
+    return [1.0] * len(quantiles) if quantiles else 1.0
 
 
 # -- the worker's side -----------------------------------------------------------------------------------------------

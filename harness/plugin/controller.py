@@ -209,6 +209,10 @@ class MatrixController:
         self._prebuilding = prebuild.Prebuilding(needed, self._runners_env(self._workers), caches=run_caches(self.config),
                                                  packages=run_packages(self.config), folder=self.run_caches, zygote=zygote)
 
+    def compiling_ahead(self) -> frozenset[str]:
+        """The cases whose configs the run compiles ahead (harness.execution.compile_ahead), once started."""
+        return frozenset(s.case for s in self._compiling.slices) if self._compiling is not None else frozenset()
+
     def _compile_ahead(self) -> None:
         """Start compiling the autotuned cases' configs in slices before their cells (harness.execution.compile_ahead),
         where --compile-ahead says so: the run's zygote forks a runner process for each slice."""

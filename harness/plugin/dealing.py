@@ -10,7 +10,7 @@ from typing import Any
 from xdist.scheduler import LoadScheduling
 
 from harness.model.cell import Cell
-from harness.plugin.options import carried_cells, loaded
+from harness.plugin.options import carried_cells, compiled_ahead, loaded
 from harness.plugin.scheduling import first_compiles
 
 
@@ -33,7 +33,7 @@ class MatrixScheduling(LoadScheduling):
             cases = loaded(self.config).cases
             self._waits = first_compiles([Cell.of_test(nodeid) for nodeid in self.collection],
                                          {name for name, case in cases.items() if case.autotune_configs},
-                                         carried_cells(self.config))
+                                         carried_cells(self.config), compiled_ahead(self.config))
             self._reorder()
         return self._waits
 

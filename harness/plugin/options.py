@@ -213,6 +213,12 @@ def compiling_ahead_folder(config: pytest.Config) -> str:
     return os.path.join(_fresh_run_dir(config), "compile-ahead")
 
 
+def compiled_ahead(config: pytest.Config) -> frozenset[str]:
+    """The cases whose configs the run compiles ahead, as the controller started their slices (none in a worker)."""
+    controller = config.pluginmanager.get_plugin(CONTROLLER)
+    return controller.compiling_ahead() if controller is not None else frozenset()
+
+
 def compiles_ahead(config: pytest.Config, interpreted: bool, workers: int) -> bool:
     """Whether the run compiles its autotuned cases' configs ahead (--compile-ahead): auto where kernels are compiled (not
     Triton's `interpreted` kernels, which nothing compiles) and `workers` run cells side by side (one at a time, the

@@ -76,19 +76,25 @@ def shared_builds(cell: Cell) -> tuple[str, ...]:
     return *([f"package {package}"] if package is not None else []), *(p.key for p in prebuild.needed_by(cell))
 
 
-def first_compiles(cells: Sequence[Cell | None], autotuned: Collection[str], carried: Collection[str] = ()) -> dict[int, int]:
+COMPILED_AHEAD = -1  # the place a cell waits for when its case's configs are compiled ahead: no cell's (harness.execution.compile_ahead)
+
+
+def first_compiles(cells: Sequence[Cell | None], autotuned: Collection[str], carried: Collection[str] = (),
+                   ahead: Collection[str] = ()) -> dict[int, int]:
     """Which cells wait for which, by their places in `cells` (the run's order): each case of `autotuned` has its first
     eager cell of a style that launches its kernels compile them first, and its other cells that launch them wait for it
     to end (harness.plugin.dealing deals them after the cells that wait for none, never keeping a worker idle). Its
     autotuner compiles every config for each new specialization of the sizes it draws (a size's divisibility
     by 16, ...) into the run's shared Triton cache; the cells that started beside it compiled them all again, each for
     itself, before any had written the cache (torchao's int8 matmul on an H200: 104-153 s a cell at the run's start,
-    10 s after). The controls, which launch no kernel, and the carried cells do not wait."""
+    10 s after). A case of `ahead` has its configs compiled by the run's slices instead: all its cells that launch its
+    kernels wait for them (COMPILED_AHEAD, which no cell ends: they stay after the cells that wait for none, and wait in
+    their worker until the slices end). The controls, which launch no kernel, and the carried cells do not wait."""
     first: dict[str, int] = {}
     for place, cell in enumerate(cells):
         if (cell is not None and cell.case in autotuned and cell.row is Row.EAGER and cell.wrapping is not Wrapping.CONTROL
                 and cell.id not in carried):
-            first.setdefault(cell.case, place)
+            first.setdefault(cell.case, COMPILED_AHEAD if cell.case in ahead else place)
     return {place: first[cell.case] for place, cell in enumerate(cells)
             if cell is not None and cell.case in first and place != first[cell.case] and cell.wrapping is not Wrapping.CONTROL
             and cell.id not in carried}

@@ -493,6 +493,7 @@ def test_an_autotuned_case_s_cells_are_dealt_after_the_others_while_its_first_ea
     cases = {"tuned": SimpleNamespace(autotune_configs=3), "plain": SimpleNamespace(autotune_configs=0)}
     monkeypatch.setattr(dealing, "loaded", lambda config: SimpleNamespace(cases=cases))
     monkeypatch.setattr(dealing, "carried_cells", lambda config: frozenset())
+    monkeypatch.setattr(dealing, "compiled_ahead", lambda config: frozenset())
     rows, styles = ["compile_default", "compile_fullgraph", "eager", "export_strict"], ["control", "raw", "triton_op"]
     tuned = [f"tuned-{style}-{row}" for row in rows for style in styles]
     plain = [f"plain-{style}-{row}" for row in rows for style in styles]
@@ -520,6 +521,25 @@ def test_an_autotuned_case_s_cells_are_dealt_after_the_others_while_its_first_ea
     assert _deal(tuned, seconds) == _deal(tuned, seconds, scheduling=LoadScheduling)
 
 
+def test_a_case_compiled_ahead_has_no_cell_dealt_first_and_all_its_cells_that_launch_kernels_after_the_others(monkeypatch):
+    """Its slices fill the run's Triton cache, and its cells wait in their worker until they end: a cell dealt first would
+    keep its worker waiting while the controls and the other cases could run."""
+    from types import SimpleNamespace
+
+    from harness.plugin import dealing
+
+    monkeypatch.setattr(dealing, "loaded", lambda config: SimpleNamespace(cases={"tuned": SimpleNamespace(autotune_configs=3),
+                                                                                   "plain": SimpleNamespace(autotune_configs=0)}))
+    monkeypatch.setattr(dealing, "carried_cells", lambda config: frozenset())
+    monkeypatch.setattr(dealing, "compiled_ahead", lambda config: frozenset({"tuned"}))
+    rows, styles = ["compile_default", "eager", "export_strict"], ["control", "raw", "triton_op"]
+    cells = [f"{case}-{style}-{row}" for case in ("tuned", "plain") for row in rows for style in styles]
+    waiting = [c for c in cells if c.startswith("tuned-") and "-control-" not in c]
+    dealt, ran = _deal(cells, lambda cell: 2.0)
+    assert sorted(ran) == sorted(cells)
+    assert dealt[len(cells) - len(waiting):] == waiting, dealt  # every other cell first, then the case's in the run's order
+
+
 def test_the_cells_that_waited_for_a_dead_worker_s_cell_wait_no_more(monkeypatch):
     from types import SimpleNamespace
 
@@ -527,6 +547,7 @@ def test_the_cells_that_waited_for_a_dead_worker_s_cell_wait_no_more(monkeypatch
 
     monkeypatch.setattr(dealing, "loaded", lambda config: SimpleNamespace(cases={"tuned": SimpleNamespace(autotune_configs=3)}))
     monkeypatch.setattr(dealing, "carried_cells", lambda config: frozenset())
+    monkeypatch.setattr(dealing, "compiled_ahead", lambda config: frozenset())
     cells = [f"tuned-{style}-{row}" for row in ["compile_default", "compile_dynamic", "eager", "export_strict"] for style in ["raw", "triton_op"]]
 
     def dies(scheduler, nodes):
@@ -565,6 +586,31 @@ def test_an_autotuned_case_is_compiled_ahead_in_as_many_slices_as_the_cores_shar
                                                                   "few": ["few-raw-train_eager", "few-custom_op-eager"]}
     # a case with one cell to run has nothing to share its compiles with
     assert compile_ahead.plan([cells[1], cells[4]], {"tuned": tuned}, cores=16) == []  # the control's and raw's eager cells
+
+
+def test_in_a_slice_each_autotuner_tries_only_every_nth_config_and_runs_each_once(monkeypatch):
+    from types import SimpleNamespace
+
+    from triton.runtime.autotuner import Autotuner
+
+    from harness.execution import compile_ahead
+
+    original = Autotuner.__dict__["prune_configs"]
+    monkeypatch.setattr(Autotuner, "prune_configs", original)  # put back after the test
+    monkeypatch.setattr(Autotuner, "do_bench", Autotuner.__dict__["do_bench"])
+    tuner = SimpleNamespace(configs=["a", "b", "c", "d", "e"], early_config_prune=None, perf_model=None, nargs={})
+    monkeypatch.delenv(compile_ahead.SLICE_ENV, raising=False)
+    compile_ahead.keep_slice()  # no slice here: nothing changes
+    assert Autotuner.prune_configs(tuner, {}) == ["a", "b", "c", "d", "e"]
+    monkeypatch.setenv(compile_ahead.SLICE_ENV, "1/2")
+    compile_ahead.keep_slice()
+    assert Autotuner.prune_configs(tuner, {}) == ["b", "d"]
+    runs = []
+    assert Autotuner.do_bench.fget(tuner)(lambda: runs.append(1), quantiles=(0.5, 0.2, 0.8)) == [1.0, 1.0, 1.0] and runs == [1]
+    monkeypatch.setenv(compile_ahead.SLICE_ENV, "3/4")
+    Autotuner.prune_configs = original
+    compile_ahead.keep_slice()
+    assert Autotuner.prune_configs(SimpleNamespace(**{**vars(tuner), "configs": ["a", "b"]}), {}) == ["b"]  # fewer configs than slices
 
 
 NOTED_CASE = '''
