@@ -195,7 +195,7 @@ class CompilingAhead:
                 os.remove(_marker(self.folder, piece.case))
 
     def results(self) -> list[dict[str, Any]]:
-        """By case: its slices' longest seconds, their cells' CPU, the first error; one still compiling, as such."""
+        """By case (its name as "case"): its slices' longest seconds, their cells' CPU, the first error; one still compiling, as such."""
         with self._lock:
             said = {case: list(items) for case, items in self._said.items()}
             left = dict(self._left)
@@ -204,7 +204,7 @@ class CompilingAhead:
             errors = [s["error"] for s in items if s["error"]]
             if left[case]:
                 errors.insert(0, "still compiling when the run ended")
-            out.append({"build": f"compile_ahead {case} ({len(items) + left[case]} slices)",
+            out.append({"build": f"compile_ahead {case} ({len(items) + left[case]} slices)", "case": case,
                         "seconds": max((s["seconds"] for s in items), default=None),
                         "cpu_s": round(sum(s["cpu_s"] for s in items), 2), "error": errors[0] if errors else None})
         return out

@@ -311,7 +311,8 @@ class MatrixController:
                              specs=case_specs(self.config), profile=profile_name(self.config),
                              gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
                              workers=workers if isinstance(workers, int) and workers > 0 else 1,
-                             report_dir=self.report_dir(), shard=shard_of(self.config), **self._runner_start())
+                             report_dir=self.report_dir(), shard=shard_of(self.config), compiled_ahead=self.compiling_ahead(),
+                             **self._runner_start())
 
     def _runner_start(self) -> dict[str, Any]:
         """What each cell's runner is expected to pay to start, and why: where the cases' import leaves a process unsafe to

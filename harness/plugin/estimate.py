@@ -13,9 +13,10 @@ from __future__ import annotations
 import heapq
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from harness.authoring import registry
+from harness.model.columns import Wrapping
 from harness.model.outcome import CellResult, Outcome
 from harness.model.rows import Examples
 from harness.model.settings import DEFAULT_PROFILE, PROFILES
@@ -61,6 +62,11 @@ MEASURED: dict[tuple[str, str], dict[str, float]] = {
 # backward's kernels); eager paid none there, FlagGems's own tuner keeping its choices on disk. On the interpreter
 # nothing autotunes.
 AUTOTUNE_S = {"gpu": 0.013, "interpreter": 0.0}
+# The same where the case's configs are compiled before its cells (harness.execution.compile_ahead): what is left is the
+# timing and the specializations the slices did not draw. On one H200 (reports/evidence/gpu/compile-ahead), a drawn cell
+# that launches the kernels worked, beyond its row's mean, 0.0019-0.0023 s an example and config for torchao's int8 matmul
+# (27 configs; 55 cells, in two runs) and 0.0068 s for FlagGems's layer norm (42; 56 cells).
+AUTOTUNE_AHEAD_S = {"gpu": 0.005, "interpreter": 0.0}
 # A cell the profile leaves out costs nothing but its report, whose time is CELL_S: 0.0003 s of work on
 # average in reports/cpu/results.json (483 such cells).
 SKIPPED_CELL_S = 0.0
@@ -129,38 +135,40 @@ class Plan:
     cores: int | None = None  # the machine's cores, where not this machine's (a run replayed: `replayed`)
     runner_start: float = 0.0  # what each cell's runner is expected to pay to start, before any has (the controller's)
     runner_start_why: str = ""  # what the cases' import did that keeps runners from being forked after it
+    compiled_ahead: frozenset[str] = frozenset()  # the cases whose configs the run compiles before their cells
 
     @property
     def mode(self) -> str:
         return "gpu" if self.gpu else "interpreter"
 
 
-def cell_seconds(cell: Any, mode: str, profile: str, cases: dict[str, Any]) -> float | None:
+def cell_seconds(cell: Any, mode: str, profile: str, cases: dict[str, Any], ahead: Collection[str] = ()) -> float | None:
     """About how long one cell works under `profile` on this kind of device (mode "gpu" or "interpreter"):
-    its row's measured mean, or the mean of every row where its row was never measured; None when no run of
-    that profile on that device was measured."""
+    its row's measured mean, or the mean of every row where its row was never measured, and its autotuning (less where
+    its case is one of those compiled `ahead`); None when no run of that profile on that device was measured."""
     seconds = MEASURED.get((mode, profile))
     if not seconds:
         return None
     case = cases.get(cell.case)
     if case is not None and PROFILES[profile].leaves_out(cell.row.value, builtin=registry.builtin(case), tags=case.tags):
         return SKIPPED_CELL_S
-    return seconds.get(cell.row.value, sum(seconds.values()) / len(seconds)) + _autotuning(cell, case, mode, profile)
+    return seconds.get(cell.row.value, sum(seconds.values()) / len(seconds)) + _autotuning(cell, case, mode, profile, ahead)
 
 
-def _autotuning(cell: Any, case: Any, mode: str, profile: str) -> float:
-    """What the case's autotuners add to the cell beyond its row's mean (AUTOTUNE_S): on a row whose examples are drawn,
-    for each example and config."""
-    if case is None or cell.row.spec.examples is not Examples.DRAWN:
+def _autotuning(cell: Any, case: Any, mode: str, profile: str, ahead: Collection[str]) -> float:
+    """What the case's autotuners add to the cell beyond its row's mean (AUTOTUNE_S, AUTOTUNE_AHEAD_S where its configs are
+    compiled ahead): on a row whose examples are drawn, for each example and config; the control launches no kernel."""
+    if case is None or cell.row.spec.examples is not Examples.DRAWN or cell.wrapping is Wrapping.CONTROL:
         return 0.0
-    return AUTOTUNE_S[mode] * PROFILES[profile].max_examples * case.autotune_configs
+    each = AUTOTUNE_AHEAD_S if cell.case in ahead else AUTOTUNE_S
+    return each[mode] * PROFILES[profile].max_examples * case.autotune_configs
 
 
 def expected_seconds(plan: Plan, profile: str | None = None) -> float | None:
     """About how long the plan's cells take under `profile` (default: the plan's) on its workers, from the
     run's start to its end; None when no run of that profile on this kind of device was measured, or when
     there is nothing to run."""
-    each = [cell_seconds(cell, plan.mode, profile or plan.profile, plan.cases) for cell in plan.cells]
+    each = [cell_seconds(cell, plan.mode, profile or plan.profile, plan.cases, plan.compiled_ahead) for cell in plan.cells]
     if not each or None in each:
         return None
     each = [seconds + plan.runner_start if seconds > SKIPPED_CELL_S else seconds for seconds in each]  # type: ignore[operator]
@@ -301,7 +309,7 @@ def plan_of_run(results: Any, cases: dict[str, Any]) -> Plan:
     return Plan(cells=[c.cell for c in replayable(results)], all_cells=len(results.cells), cases=cases,
                 specs=list(fingerprint.cases or []), profile=fingerprint.hypothesis.profile or DEFAULT_PROFILE,
                 gpu=fingerprint.gpu.name if fingerprint.gpu.available else None, workers=fingerprint.workers or 1, report_dir="",
-                cores=fingerprint.cpus)
+                cores=fingerprint.cpus, compiled_ahead=frozenset(p["case"] for p in results.prebuilt if p.get("case")))
 
 
 FINISHING_S = 5.0  # an estimate of the rest under this says the last cells are still running, not a number
@@ -309,7 +317,7 @@ FINISHING_S = 5.0  # an estimate of the rest under this says the last cells are 
 
 def _given(plan: Plan, profile: str) -> dict[Any, float] | None:
     """The work the estimate gives each of the plan's cells under `profile`; None where it has none."""
-    given = {cell: cell_seconds(cell, plan.mode, profile, plan.cases) for cell in plan.cells}
+    given = {cell: cell_seconds(cell, plan.mode, profile, plan.cases, plan.compiled_ahead) for cell in plan.cells}
     return None if None in given.values() else given  # type: ignore[return-value]
 
 

@@ -147,17 +147,19 @@ def test_the_autotuned_cases_cells_which_run_first_do_not_scale_the_other_cases_
 
 
 def test_the_first_estimate_gives_an_autotuned_cases_drawn_cells_its_autotuning_on_a_gpu_and_none_on_the_interpreter():
-    """A new size in each drawn example is a new autotuning key, each timing every config; an exported path is
-    autotuned once, at its compile; Triton's interpreter times none."""
-    def seconds(configs, mode, profile):
+    """A new size in each drawn example is a new autotuning key, each timing every config (less where the configs are
+    compiled ahead); an exported path is autotuned once, at its compile; the control launches no kernel; Triton's
+    interpreter times none."""
+    def seconds(configs, mode, profile, ahead=()):
         cases = {"mine": a_case(autotune_configs=configs)}
-        return {c: estimate.cell_seconds(c, mode, profile, cases) for c in a_plan(cases).cells}
+        return {c: estimate.cell_seconds(c, mode, profile, cases, ahead) for c in a_plan(cases).cells}
 
-    tuned, plain = seconds(40, "gpu", "matrix"), seconds(0, "gpu", "matrix")
+    tuned, plain, ahead = seconds(40, "gpu", "matrix"), seconds(0, "gpu", "matrix"), seconds(40, "gpu", "matrix", {"mine"})
     for cell in tuned:
-        drawn = cell.row.spec.examples is Examples.DRAWN
-        assert tuned[cell] - plain[cell] == pytest.approx(estimate.AUTOTUNE_S["gpu"] * 20 * 40 if drawn else 0.0), cell
-        assert (tuned[cell] > plain[cell]) is drawn, cell
+        autotunes = cell.row.spec.examples is Examples.DRAWN and cell.wrapping is not Wrapping.CONTROL
+        assert tuned[cell] - plain[cell] == pytest.approx(estimate.AUTOTUNE_S["gpu"] * 20 * 40 if autotunes else 0.0), cell
+        assert ahead[cell] - plain[cell] == pytest.approx(estimate.AUTOTUNE_AHEAD_S["gpu"] * 20 * 40 if autotunes else 0.0), cell
+        assert (tuned[cell] > ahead[cell] > plain[cell]) is autotunes, cell
     assert seconds(40, "interpreter", "quick") == seconds(0, "interpreter", "quick")
 
 

@@ -671,7 +671,7 @@ def test_compiled_ahead_each_slice_times_only_its_configs_and_the_case_s_cells_b
 
     results = run("on")
     heard = [line.split() for line in log.read_text().splitlines()]
-    assert results["prebuilt"] == [{"build": "compile_ahead noted_copy (2 slices)", "seconds": results["prebuilt"][0]["seconds"],
+    assert results["prebuilt"] == [{"build": "compile_ahead noted_copy (2 slices)", "case": "noted_copy", "seconds": results["prebuilt"][0]["seconds"],
                                     "cpu_s": results["prebuilt"][0]["cpu_s"], "error": None}]
     assert {int(block) for _, part, block, _ in heard if part == "0/2"} == {16, 64}
     assert {int(block) for _, part, block, _ in heard if part == "1/2"} == {32}
