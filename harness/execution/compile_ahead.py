@@ -124,16 +124,14 @@ def _marker(folder: str, case: str) -> str:
     return os.path.join(folder, f"{case}.compiling")
 
 
-def wait(folder: str, cell: Cell, limit: float = TIMEOUT_S + 30.0) -> float:
+def wait(folder: str, cell: Cell, limit: float = TIMEOUT_S + 30.0) -> None:
     """Before a cell that launches its case's kernels is run: wait while its case's slices compile (their marker in the
-    run's `folder`), at most `limit` seconds. The seconds waited."""
-    began = time.monotonic()
+    run's `folder`), at most `limit` seconds."""
     if cell.wrapping is Wrapping.CONTROL:
-        return 0.0
-    marker = _marker(folder, cell.case)
+        return
+    began, marker = time.monotonic(), _marker(folder, cell.case)
     while os.path.exists(marker) and time.monotonic() - began < limit:
         time.sleep(POLL_S)
-    return time.monotonic() - began
 
 
 # -- the controller's side ---------------------------------------------------------------------------------------------
@@ -167,7 +165,8 @@ class CompilingAhead:
             env = {**self.env, SLICE_ENV: f"{piece.index}/{piece.count}", "HOME": workdir, "XDG_CACHE_HOME": os.path.join(workdir, "cache")}
             runner = Runner(self.case_modules, workdir, env=env, cells_per_process=0, standby=False, zygote=self.zygote)
             with self._lock:
-                if self._stopped:
+                if self._stopped:  # the run ended before this slice began
+                    runner.close()
                     return
                 self._runners.append(runner)
             with runner:

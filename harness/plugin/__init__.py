@@ -10,7 +10,8 @@ Roles follow pytest-cov and xdist's dsession, one class each, one method per pyt
 - `MatrixController`, in the process that started the run, collects the reports, says what the run will do
   and how far it got, notices workers that died, and alone writes the reports, once, at the end;
 - `MatrixScheduling` (harness.plugin.dealing), the controller's dealer with workers: xdist's own, but an autotuned
-  case's first eager cell dealt first and the cells that would compile its kernels again beside it after the others.
+  case's first eager cell dealt first and the cells that would compile its kernels again beside it after the others
+  (where its configs are compiled ahead, none first: all of them after the others).
 
 A cell's outcome is data, not a pass or fail of its test: `-v` shows it (WRONG, FAIL, CRASH, TIMEOUT, ENV,
 SKIP), junit XML carries it in properties, and `--lf` reruns the cells that did not pass.

@@ -58,9 +58,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="keep each runner process's log in DIR (runner-WORKER-N.log), and the run's zygote's (zygote.log)")
     group.addoption("--compile-ahead", default="auto", choices=("auto", "on", "off"),
                     help="compile an autotuned case's configs before its cells, in slices side by side (one process a slice, "
-                         "each timing every Nth config; what the slices' cells find is thrown away), while its cells that "
-                         "launch the kernels wait; auto: where kernels are compiled (a GPU, not Triton's interpreter) and "
-                         "cells run side by side (-n 2 or more)")
+                         "each running every Nth config once; what the slices' cells find is thrown away), while its cells that "
+                         "launch the kernels wait, at most two minutes; auto: where kernels are compiled (a GPU, not Triton's "
+                         "interpreter) and cells run side by side (-n 2 or more)")
     group.addoption("--perf", action="store_true",
                     help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "
                          "run without -n, so cells do not share the GPU")
