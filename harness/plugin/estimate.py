@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import os
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable
+from typing import Any, Collection, Iterable, Iterator
 
 from harness.authoring import registry
 from harness.model.columns import Wrapping
@@ -189,12 +189,12 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan, running: dict[A
     """About how long the plan's cells not yet done take, those `running` (cell: seconds since it began) among them.
 
     Each cell left is given its row's mean, scaled by what the cells done like it measured: those of its kind of row
-    (harness.model.rows.Kind: compiling, exporting, AOTInductor, ...) in cases that autotune or in cases that do not,
+    (harness.model.rows.Kind: compiling, exporting, AOTInductor, ...) in cells that autotune or in cells that do not,
     a kind's few cells weighed against PRIOR_CELLS cells at the scale of every cell done; that overall scale is 1 until
     the cells done hold TRUSTED_SHARE of the work. A cell still running past what it was given counts, for its kind,
-    as twice its time so far, and is expected to run as long again (the median of what is left of a run of unknown
-    length): a library's compiled rows cost it many times their means, and the first word of it is a cell of theirs
-    that does not end. The cells left are then handed, costliest first, to the worker free first, after what each
+    as twice its time so far: a library's compiled rows cost it many times their means, and the first word of it is a
+    cell of theirs that does not end. It is expected to end as the cells done of its kind that ran longer did, at its
+    scale, or where none did, to run as long again (the median of what is left of a run of unknown length). The cells left are then handed, costliest first, to the worker free first, after what each
     worker's running cell has left (as harness.plugin.scheduling orders them); the run ends when the last worker does.
     None while the profile was never measured here and the cells done do not yet say how fast this machine is."""
     running = running or {}
@@ -212,13 +212,19 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan, running: dict[A
     # nothing of the cells after it.
     firsts = {result.worker: result.cell for result in sorted(results, key=lambda r: r.timings.finished, reverse=True)}
     measured = {cell: seconds for cell, seconds in done.items() if cell not in firsts.values()}
-    # Two groups of cells, measured apart: those of cases whose kernels autotune and the rest. The run starts the
-    # first kind first (harness.plugin.scheduling), and they cost unlike their rows' means (minutes of autotuning on
-    # a GPU; nothing on the interpreter, which cannot autotune): their measure says nothing of the other cases' cells.
-    autotunes = {name: case.autotune_configs > 0 for name, case in plan.cases.items()}
+    # Two groups of cells, measured apart on a GPU: those that launch the kernels of cases that autotune, and the rest.
+    # The run starts the first kind first (harness.plugin.scheduling), and they cost unlike their rows' means (minutes
+    # of autotuning): their measure says nothing of the other cells. An autotuned case's control launches no kernel: it
+    # is of the rest (where the case's configs are compiled ahead, its controls are all its cells that run in the run's
+    # first seconds, slowed by the slices beside them). On the interpreter, which cannot autotune, one group.
+    tuned = {name for name, case in plan.cases.items() if case.autotune_configs > 0 and AUTOTUNE_S[plan.mode]}
+
+    def autotunes(cell: Any) -> bool:
+        return cell.case in tuned and cell.wrapping is not Wrapping.CONTROL
+
     overall: dict[bool, float] = {}
     for group in (True, False):
-        cells = [cell for cell in given if autotunes.get(cell.case, False) is group]
+        cells = [cell for cell in given if autotunes(cell) is group]
         given_done = sum(given[cell] for cell in cells if cell in measured)
         if given_done > 0 and given_done >= TRUSTED_SHARE * sum(given[cell] for cell in cells):
             overall[group] = sum(measured[cell] for cell in cells if cell in measured) / given_done
@@ -227,15 +233,35 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan, running: dict[A
         else:
             return None
     running = {cell: seconds for cell, seconds in running.items() if cell in given and cell not in done}
-    scale = _scales(given, measured, running, lambda cell: autotunes.get(cell.case, False), overall)
+    scale = _scales(given, measured, running, autotunes, overall)
     # What a runner's start cost the cells done, on average, but each worker's first (the run's first runners wait for
     # the runner template), else what the plan expected: each cell left pays as much (on a GPU each cell has a process
     # of its own, a library's started in seconds; on the interpreter a worker's process serves its cells, nearly 0).
     starts = [result.timings.process_start for result in results if result.cell in measured]
     starting = sum(starts) / len(starts) if starts else plan.runner_start
-    still = [max(given[cell] * scale(cell) - seconds, seconds) for cell, seconds in running.items()]
+    still = [_still(cell, seconds, given, measured, scale, autotunes) for cell, seconds in running.items()]
     left = [given[cell] * scale(cell) + starting for cell in given if cell not in done and cell not in running]
     return _finish(still, left, _parallel(plan.workers, plan.cores), plan.mode) + END_S[plan.mode]
+
+
+def _still(cell: Any, seconds: float, given: dict[Any, float], measured: dict[Any, float], scale: Any, group: Any) -> float:
+    """What a cell running for `seconds` has left: what it was given, less its time so far; past that, what the cells
+    done of its kind and group that ran longer took at its scale (each its measure over what it was given, times what
+    this one was given), less its time so far; past every one of those too, as long again."""
+    expected = given[cell] * scale(cell)
+    if seconds < expected:
+        return expected - seconds
+    kind = (cell.row.spec.kind.value, group(cell))
+    longer = [took for other, took in _at_its_scale(cell, given, measured) if (other.row.spec.kind.value, group(other)) == kind]
+    longer = [took for took in longer if took > seconds]
+    return sum(longer) / len(longer) - seconds if longer else seconds
+
+
+def _at_its_scale(cell: Any, given: dict[Any, float], measured: dict[Any, float]) -> Iterator[tuple[Any, float]]:
+    """Each cell done, with what its pace says `cell` takes: its measure over what it was given, times `cell`'s."""
+    for other, took in measured.items():
+        if given[other] > 0:
+            yield other, took / given[other] * given[cell]
 
 
 def _scales(given: dict[Any, float], measured: dict[Any, float], running: dict[Any, float], group: Any,

@@ -12,6 +12,7 @@ import shlex
 import sys
 import tempfile
 import time
+from typing import Any
 
 from harness.model.results import Results, load
 from harness.reporting.figures import figures, render, timed_cells
@@ -42,12 +43,24 @@ def estimate_line(results: Results) -> str:
     if not estimate.replayable(results):
         return "estimate at a tenth   not told: the run stopped early, is parts merged, or its cells hold no times"
     cases = registry.load(results.fingerprint.cases or [registry.BUILTIN]).cases
-    replay = estimate.replayed(results, estimate.plan_of_run(results, cases))
+    plan = estimate.plan_of_run(results, cases)
+    replay = estimate.replayed(results, plan)
     if replay is None:
         return "estimate at a tenth   not told: the cells done then say nothing of this machine's pace yet"
     now, estimated, real = replay
     return (f"estimate at a tenth   {estimated:.0f} s left, said {now:.0f} s in; the last cell ended {real:.0f} s later "
-            f"({estimated / max(real, 1e-9):.2f} of it; replayed from the cells' ends)")
+            f"({estimated / max(real, 1e-9):.2f} of it; replayed from the cells' ends)\n" + _later(results, plan))
+
+
+def _later(results: Results, plan: Any) -> str:
+    """The same at two to nine tenths of the work: each the estimate of the time left over the time the cells took."""
+    from harness.plugin import estimate
+
+    said = []
+    for tenths in range(2, 10):
+        replay = estimate.replayed(results, plan, tenths / 10)
+        said.append(f"{tenths}/10 " + ("-" if replay is None else f"{replay[1] / max(replay[2], 1e-9):.2f}"))
+    return "and later            " + ", ".join(said) + " (each: the time said left over the time the cells took)"
 
 
 def of_results(path: str, out: str | None = None) -> int:
