@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import os
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Iterator
+from typing import Any, Collection, Iterable
 
 from harness.authoring import registry
 from harness.model.columns import Wrapping
@@ -194,8 +194,9 @@ def remaining_seconds(results: Iterable[CellResult], plan: Plan, running: dict[A
     the cells done hold TRUSTED_SHARE of the work. A cell still running past what it was given counts, for its kind,
     as twice its time so far: a library's compiled rows cost it many times their means, and the first word of it is a
     cell of theirs that does not end. It is expected to end as the cells done of its kind that ran longer did, at its
-    scale, or where none did, to run as long again (the median of what is left of a run of unknown length). The cells left are then handed, costliest first, to the worker free first, after what each
-    worker's running cell has left (as harness.plugin.scheduling orders them); the run ends when the last worker does.
+    scale, or where none did, to run as long again (the median of what is left of a run of unknown length). The cells
+    left are then handed, costliest first, to the worker free first, after what each worker's running cell has left
+    (as harness.plugin.scheduling orders them); the run ends when the last worker does.
     None while the profile was never measured here and the cells done do not yet say how fast this machine is."""
     running = running or {}
     calibrated, given = True, _given(plan, plan.profile)
@@ -251,36 +252,30 @@ def _still(cell: Any, seconds: float, given: dict[Any, float], measured: dict[An
     expected = given[cell] * scale(cell)
     if seconds < expected:
         return expected - seconds
-    kind = (cell.row.spec.kind.value, group(cell))
-    longer = [took for other, took in _at_its_scale(cell, given, measured) if (other.row.spec.kind.value, group(other)) == kind]
+    longer = [took / given[other] * given[cell] for other, took in measured.items()
+              if given[other] > 0 and _kind(other, group) == _kind(cell, group)]
     longer = [took for took in longer if took > seconds]
     return sum(longer) / len(longer) - seconds if longer else seconds
 
 
-def _at_its_scale(cell: Any, given: dict[Any, float], measured: dict[Any, float]) -> Iterator[tuple[Any, float]]:
-    """Each cell done, with what its pace says `cell` takes: its measure over what it was given, times `cell`'s."""
-    for other, took in measured.items():
-        if given[other] > 0:
-            yield other, took / given[other] * given[cell]
+def _kind(cell: Any, group: Any) -> tuple[str, bool]:
+    """What a cell's pace is measured with (remaining_seconds): its kind of row, in its group."""
+    return cell.row.spec.kind.value, group(cell)
 
 
 def _scales(given: dict[Any, float], measured: dict[Any, float], running: dict[Any, float], group: Any,
             overall: dict[bool, float]) -> Any:
     """The scale of each cell's given work: its kind of row's measure, in its group (remaining_seconds)."""
-
-    def kind(cell: Any) -> tuple[str, bool]:
-        return cell.row.spec.kind.value, group(cell)
-
     seen = dict(measured)
     seen.update({cell: 2 * seconds for cell, seconds in running.items() if seconds > given[cell] * overall[group(cell)]})
     sums: dict[tuple[str, bool], list[float]] = {}
     for cell, seconds in seen.items():
-        total = sums.setdefault(kind(cell), [0.0, 0.0])
+        total = sums.setdefault(_kind(cell, group), [0.0, 0.0])
         total[0] += seconds
         total[1] += given[cell]
 
     def scale(cell: Any) -> float:
-        took, gave = sums.get(kind(cell), (0.0, 0.0))
+        took, gave = sums.get(_kind(cell, group), (0.0, 0.0))
         prior = PRIOR_CELLS * given[cell]
         return (took + prior * overall[group(cell)]) / (gave + prior) if gave + prior > 0 else overall[group(cell)]
 

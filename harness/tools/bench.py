@@ -35,8 +35,8 @@ def busy_cores() -> tuple[float, float, int] | None:
 
 
 def estimate_line(results: Results) -> str:
-    """How near the run's estimate of the time left was once a tenth of its work was done (replayed from its results,
-    its cases loaded again); a line saying why not where it cannot be told."""
+    """How near the run's estimate of the time left was once a tenth of its work was done, and at each later tenth
+    (replayed from its results, its cases loaded again); a line saying why not where it cannot be told."""
     from harness.authoring import registry  # here, not at the top: it imports the cases, and torch with them
     from harness.plugin import estimate
 
