@@ -42,6 +42,7 @@ from harness.plugin.options import (
     compiles_ahead,
     compiling_ahead_folder,
     import_cost,
+    interrupted_folder,
     loaded,
     profile_name,
     run_caches,
@@ -52,11 +53,14 @@ from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
 from harness.plugin.status import result_of
 from harness.plugin.worker import MatrixWorker
 from harness.processes import autotune_timing, runner_template
-from harness.processes.helper_process import RunnerTemplate, python_output, start_zygote, stop_zygote
+from harness.processes.helper_process import RunnerTemplate, python_output, start_zygote, still_there, stop_zygote
 from harness.processes.runner import INDUCTOR_CACHE, runner_env, runner_threads
 from harness.reporting import report
 
 PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
+# How long a stopped run waits for its workers to end their cells in flight before it writes its reports: a runner is
+# killed at once, and its worker says so as soon as it has seen it gone.
+INTERRUPTED_WAIT_S = 10.0
 MAX_SOCKET_PATH = 107  # bytes in a Unix socket's path on Linux (sun_path, less its terminating NUL)
 
 
@@ -164,10 +168,17 @@ class MatrixController:
         """The run stops (Ctrl-C, or SIGTERM, or a signal that bench passed on, sent to this process alone): each worker
         is interrupted as Ctrl-C at a terminal interrupts it, so that it ends the cell in flight at once, its runner
         killed, instead of finishing it (minutes, for a library's autotuned cell) while nothing waits for its result.
-        A worker that the terminal's Ctrl-C reached already counts this one as a second, and ignores it."""
+        A worker that the terminal's Ctrl-C reached already counts this one as a second, and ignores it. The reports are
+        written once each worker has said its cell in flight has ended (harness.plugin.interrupts), or after
+        INTERRUPTED_WAIT_S: signalled, a worker's runner may otherwise still be running while they are written."""
+        told = []
         for pid in self._worker_pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGINT)
+                told.append(pid)
+        folder, deadline = interrupted_folder(self.config), time.monotonic() + INTERRUPTED_WAIT_S
+        while any(still_there(pid) and not os.path.exists(os.path.join(folder, str(pid))) for pid in told) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def run_zygote(self, workers: int) -> str | None:
         """The socket of the run's zygote (harness.processes.zygote), which forks the run's runner template, every

@@ -213,6 +213,12 @@ def compiling_ahead_folder(config: pytest.Config) -> str:
     return os.path.join(_fresh_run_dir(config), "compile-ahead")
 
 
+def interrupted_folder(config: pytest.Config) -> str:
+    """Where each worker of the run, stopped, says it has ended its cell in flight (harness.plugin.interrupts): a file
+    named by its pid, in the run's own folder."""
+    return os.path.join(_fresh_run_dir(config), "interrupted")
+
+
 def compiled_ahead(config: pytest.Config) -> frozenset[str]:
     """The cases whose configs the run compiles ahead, as the controller started their slices (none in a worker)."""
     controller = config.pluginmanager.get_plugin(CONTROLLER)

@@ -26,6 +26,7 @@ from harness.plugin.options import (
     case_specs,
     cells_per_process,
     compiling_ahead_folder,
+    interrupted_folder,
     loaded,
     profile_name,
     run_caches,
@@ -49,7 +50,17 @@ class MatrixWorker:
         self._baseline_run = ""  # how a cell carried over from the baseline names it (carry_over.source_run)
         # Every process of the run stops on the first Ctrl-C only; an xdist worker as its controller tells it.
         # (An xdist worker is told by its config: PYTEST_XDIST_WORKER is inherited by a run a test starts.)
-        self.interrupts = OnceInterrupted.install(raises=not hasattr(config, "workerinput"))
+        xdist_worker = hasattr(config, "workerinput")
+        self.interrupts = OnceInterrupted.install(raises=not xdist_worker, acknowledge=self._acknowledge_interrupt if xdist_worker else None)
+
+    def _acknowledge_interrupt(self) -> None:
+        """Tell the controller this worker, interrupted, has nothing running: its cell in flight ended, its runner gone."""
+        try:
+            folder = interrupted_folder(self.config)
+            os.makedirs(folder, exist_ok=True)
+            open(os.path.join(folder, str(os.getpid())), "w").close()
+        except OSError:  # the run's folder gone: the controller waits its limit, then writes the reports all the same
+            pass
 
     @staticmethod
     def of(config: pytest.Config) -> MatrixWorker | None:

@@ -904,3 +904,29 @@ def test_a_ctrl_c_that_lands_in_a_garbage_collectors_callback_still_stops_the_ru
         if callback in gc.callbacks:
             gc.callbacks.remove(callback)
     assert handler.count == 1
+
+
+def test_a_stopped_worker_says_so_only_once_its_cell_in_flight_has_ended_and_starts_no_cell_after():
+    """The controller writes the reports once each worker has said it is stopped: a worker idle says so at once, one in a
+    cell once what the cell waited on has ended, and one interrupted before its next cell does not begin it."""
+    import signal
+
+    from harness.plugin.interrupts import OnceInterrupted
+
+    said: list[str] = []
+    idle = OnceInterrupted(raises=False, acknowledge=lambda: said.append("idle"))
+    idle(signal.SIGINT, None)
+    assert said == ["idle"]
+    with pytest.raises(KeyboardInterrupt):
+        with idle.deferred(lambda: said.append("ended")):
+            said.append("began")  # not reached: the worker was interrupted before its next cell
+    assert said == ["idle"] and idle.count == 1
+
+    said.clear()
+    busy = OnceInterrupted(raises=False, acknowledge=lambda: said.append("acknowledged"))
+    with pytest.raises(KeyboardInterrupt):
+        with busy.deferred(lambda: said.append("runner killed")):
+            busy(signal.SIGINT, None)
+            said.append("runner returned")
+            busy(signal.SIGINT, None)  # a second interrupt while it stops: counted, nothing more
+    assert said == ["runner killed", "runner returned", "acknowledged"] and busy.count == 2
