@@ -105,6 +105,22 @@ def test_opcheck_and_the_cpu_fallback_apply_to_a_shipped_op_only_when_it_is_a_to
         assert "plain function" in row.spec.applies(cases["library_plain"], Wrapping.SHIPPED)
 
 
+@pytest.mark.parametrize("case", ["library_op", "library_wrong_fake"])
+def test_a_shipped_operator_s_opcheck_reproducer_checks_the_library_s_own_operator_and_ends_as_the_cell_did(run_shipped, case, tmp_path):
+    # The reproducer named an operator of the harness's namespace that only the generated styles register, and failed
+    # (AttributeError) where the cell, which checks the library's own operator, passed.
+    from harness.tools import reproduce
+    from tests.harness.test_why_cells_fail import reproduce_cell
+
+    result = run_shipped(case, "shipped", "opcheck")
+    got, output, path = reproduce_cell(result, [SHIPPED_CASES], tmp_path)
+    assert "torch.library.opcheck(case.shipped, values" in open(path).read()
+    assert result.outcome is {"library_op": Outcome.PASS, "library_wrong_fake": Outcome.FAIL}[case], (result.outcome, result.message)
+    assert reproduce.Checked(result, path, got, 0.0, output).agreement == "reproduced", output[-3000:]
+    if result.outcome is Outcome.FAIL:  # the wrong fake: opcheck's own test of it fails, as the cell's did
+        assert "test_faketensor" in got.message and "test_faketensor" in result.message, (got.message, result.message)
+
+
 def test_the_shipped_column_exists_only_for_the_cases_that_name_their_library_s_op(cases):
     cells = matrix_cells(cases)
     shipped = {c.case for c in cells if c.wrapping is Wrapping.SHIPPED}
