@@ -90,6 +90,17 @@ def _remove_behind(folder: str) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def _raised(report: pytest.TestReport) -> str:
+    """What the harness raised in a worker, where no result came back: the exception with its message (a runner
+    process that did not start says why, and its log's last lines) and where it was raised."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is None:
+        return (str(report.longrepr or "").strip().splitlines() or [""])[-1][:300]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # where the harness package is
+    where = os.path.relpath(crash.path, root) if crash.path.startswith(root + os.sep) else os.path.basename(crash.path)
+    return f"{crash.message.strip()[:700]} ({where}:{crash.lineno})"
+
+
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[list[str]]:
     """Ctrl-C and SIGTERM are noted, not obeyed, while the reports are written (seconds): a second
@@ -412,8 +423,7 @@ class MatrixController:
             died = "crashed" in text or report.when == "???"
             self.results[cell] = CellResult(
                 cell, Outcome.CRASH if died else Outcome.ERROR, fault=None if died else Fault.HARNESS,
-                message=(WORKER_DIED if died else "harness error: ")
-                + (text.strip().splitlines() or [""])[-1][:300],
+                message=WORKER_DIED + (text.strip().splitlines() or [""])[-1][:300] if died else "harness error: " + _raised(report),
             )
         if result is not None and result.outcome not in (Outcome.PASS, Outcome.SKIPPED):
             # pytest's --lf reruns the tests that failed; a cell that did not pass is one to rerun, though its test passed.

@@ -244,6 +244,31 @@ def test_a_worker_that_ends_on_ctrl_c_before_its_controller_does_leaves_its_cell
     assert [r.outcome.value for r in controller.results.values()] == ["crash"] and controller.stopped_by is None
 
 
+def test_a_harness_error_that_left_no_result_is_recorded_with_its_message_and_where_it_was_raised():
+    # pytest's report of it ends with "file:line: ExceptionType"; that line alone was the cell's message, and a runner
+    # process that did not start lost why (its event, its log's last lines).
+    from types import SimpleNamespace
+
+    from _pytest._code import ExceptionInfo
+
+    from harness.model.errors import RunnerDied
+    from harness.plugin.controller import MatrixController
+
+    try:
+        raise RunnerDied("the runner process did not start: eof; log: Fatal Python error: Segmentation fault")
+    except RunnerDied as exc:
+        longrepr = ExceptionInfo.from_exception(exc).getrepr()
+    controller = MatrixController.__new__(MatrixController)
+    controller.results, controller.stopped_by = {}, None
+    failed = SimpleNamespace(nodeid="harness/plugin/matrix.py::test_cell[planted_ok-raw-eager]", failed=True, when="call",
+                             user_properties=[], longrepr=longrepr)
+    controller.pytest_runtest_logreport(failed)
+    [result] = controller.results.values()
+    assert (result.outcome.value, result.fault.value) == ("error", "harness")
+    assert result.message.startswith("harness error: harness.model.errors.RunnerDied: the runner process did not start: eof; "
+                                     "log: Fatal Python error: Segmentation fault (tests/harness/test_pytest_matrix.py:"), result.message
+
+
 def test_baseline_mode_fails_only_on_change_and_accept_rewrites_it(tmp_path):
     baseline = tmp_path / "baseline.json"  # workers=0: comparing with the baseline is the controller's alone
     selection = " or ".join(f"test_cell[planted_{c}-raw-eager]" for c in ("wrong", "ok", "unwritten"))
