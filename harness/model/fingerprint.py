@@ -139,7 +139,7 @@ class Fingerprint(Record):
     NESTED: ClassVar[dict[str, type[Record]]] = {"gpu": Gpu, "compiler": Compiler, "hypothesis": ProfileUsed, "git": GitCommit,
                                                  "shard": ShardPart, "shards": ShardsMerged, "reruns": Rerun}
     OMITTED_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ("cpu", "vec_isa", "runner_threads", "autotune_timing", "shard", "shards", "reruns",
-                                                     "cases")
+                                                     "cases", "confirm")
 
     mode: str | None = None  # "gpu" or INTERPRETER
     torch: str | None = None
@@ -159,6 +159,8 @@ class Fingerprint(Record):
     # Cells a runner process served before a fresh one took over: 1, each cell in a process of its own; 0, one process for
     # all of a worker's cells but after a fault. None: recorded before it was, when cells shared a process (0)
     cells_per_process: int | None = None
+    # Which cells the run confirmed alone (--confirm, harness.plugin.confirmation). None: recorded before runs confirmed any
+    confirm: str | None = None
     command: str | None = None
     # The run's --cases, files and folders as absolute paths (harness.authoring.registry.resolved); none: the built-ins
     cases: list[str] = field(default_factory=list)

@@ -51,8 +51,10 @@ def judged(results: Results) -> Results:
 
 
 def outcome_label(cell: CellResult) -> str:
-    """A short outcome for a table cell; a cell whose outcome varies between runs says so."""
-    return _outcome_words(cell) + (" (flaky)" if cell.flaky else "")
+    """A short outcome for a table cell; a cell whose outcome varies between runs says so, and one whose outcome in a shared
+    process differed from its outcome alone (charted as it ran alone)."""
+    differed = cell.confirmation is not None and cell.confirmation.agreed is False
+    return _outcome_words(cell) + (" (flaky)" if cell.flaky else "") + (" (alone; differed shared)" if differed else "")
 
 
 def _outcome_words(cell: CellResult) -> str:

@@ -144,8 +144,69 @@ class Perf:
         return cls(shape=list(data["shape"]), dtype=data["dtype"], median_ms=number(data.get("median_ms")), error=data.get("error"))
 
 
-# Written only where set: most cells of a run are not carried over, and files written before digests lack them.
-OMITTED_WHEN_NONE = ("digest", "carried_from")
+class Confirmed(str, enum.Enum):
+    """Why a cell ran again alone (harness.plugin.confirmation)."""
+
+    NOT_PASSED = "did not pass"  # every cell that did not pass, where the run confirms any
+    SAMPLED = "sampled"  # a passing cell of the run's sample
+    CASE_ALONE = "its case runs alone"  # a cell of a case another cell of which differed alone: each of its cells runs alone
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one run of a cell did, in short: what must be the same for two runs to agree (harness.reporting.diff.signature)
+    and the first line of its error."""
+
+    outcome: Outcome
+    stage: Stage | None = None
+    error_type: str | None = None
+    message: str | None = None
+
+    @classmethod
+    def of(cls, result: CellResult) -> Attempt:
+        return cls(result.outcome, result.stage, result.error_type, (result.message or "")[:300] or None)
+
+    @property
+    def signature(self) -> tuple[object, ...]:
+        """What must stay the same for two runs of a cell to agree: the outcome, and for a failure its stage and exception
+        type (messages carry paths and addresses that change from run to run)."""
+        return (Outcome.PASS,) if self.outcome is Outcome.PASS else (self.outcome, self.stage, self.error_type)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"outcome": self.outcome.value, "stage": self.stage.value if self.stage else None, "error_type": self.error_type,
+                "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Attempt:
+        return cls(Outcome(data["outcome"]), Stage(data["stage"]) if data.get("stage") else None, data.get("error_type"), data.get("message"))
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A cell run again alone: in a runner process of its own, forked as every runner is, with empty compile caches of its
+    own and AOTInductor packages built for it alone, the same cell request its worker ran (harness.plugin.confirmation).
+    `shared` is what it did in its worker's shared process (None: it never ran there, its case running alone), `alone`
+    what it did alone. The cell is charted with what it did alone: where the two differ (`agreed` False), the shared
+    outcome depended on what ran before it in its process."""
+
+    why: Confirmed
+    alone: Attempt
+    shared: Attempt | None = None
+    agreed: bool | None = None  # None where there is nothing to agree with (`shared` None)
+    seconds: float = 0.0  # what running it again alone added to the run: its wall time alone (0 where it only ran alone)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"why": self.why.value, "agreed": self.agreed, "alone": self.alone.to_json(),
+                "shared": self.shared.to_json() if self.shared else None, "seconds": round(self.seconds, 3)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Confirmation:
+        return cls(Confirmed(data["why"]), Attempt.from_json(data["alone"]), Attempt.from_json(data["shared"]) if data.get("shared") else None,
+                   data.get("agreed"), float(data.get("seconds") or 0.0))
+
+
+# Written only where set: most cells of a run are not carried over or confirmed, and files written before lack them.
+OMITTED_WHEN_NONE = ("digest", "carried_from", "confirmation")
 
 
 @dataclass
@@ -187,6 +248,7 @@ class CellResult:
     # cell over while its own digest is the same. None in files written before it was recorded: such a cell always runs.
     digest: str | None = None
     carried_from: str | None = None  # not run: carried over from this earlier run, whose outcome it is (--baseline)
+    confirmation: Confirmation | None = None  # run again alone, and what it did there (harness.plugin.confirmation)
 
     @property
     def case(self) -> str:
@@ -209,7 +271,8 @@ class CellResult:
                     fault=self.fault.value if self.fault else None,
                     kernel_in_graph=self.kernel_in_graph.value if self.kernel_in_graph else None,
                     timings=_measured(asdict(self.timings)), memory=_measured(asdict(self.memory)),
-                    perf=self.perf.to_json() if self.perf else None)
+                    perf=self.perf.to_json() if self.perf else None,
+                    confirmation=self.confirmation.to_json() if self.confirmation else None)
         for key in OMITTED_WHEN_NONE:
             if data[key] is None:
                 del data[key]
@@ -228,6 +291,7 @@ class CellResult:
         data["memory"] = Memory(**(data.get("memory") or {}))
         data["max_error"] = number(data.get("max_error"))
         data["perf"] = Perf.from_json(data["perf"]) if data.get("perf") else None
+        data["confirmation"] = Confirmation.from_json(data["confirmation"]) if data.get("confirmation") else None
         return cls(**data)
 
 

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from typing import Any, Iterator
 
 import pytest
@@ -29,14 +29,16 @@ from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import OutputNotWritten, ResultsError
 from harness.model.fingerprint import Fingerprint, ShardPart
 from harness.model.judging import blame_environment
-from harness.model.outcome import WORKER_DIED, CellResult, Fault, Outcome
+from harness.model.outcome import WORKER_DIED, CellResult, Confirmed, Fault, Outcome
 from harness.model.results import Results
+from harness.model.rows import parse_timeouts, timeout_for
 from harness.model.settings import PROFILES, Settings
-from harness.plugin import carry_over, estimate, heap
+from harness.plugin import carry_over, confirmation, estimate, heap
 from harness.plugin.interrupts import redelivered_after_a_collection
 from harness.plugin.options import (
     DEFAULT_REPORT_DIR,
     PARTIAL,
+    alone_folder,
     case_specs,
     cells_per_process,
     compiles_ahead,
@@ -447,10 +449,47 @@ class MatrixController:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.config.option.collectonly:  # nothing ran: the reports of the last real run stay as they are
             return
+        self._run_cases_alone(session)
         with signals_deferred() as received:
             self._write_reports(session)
         if received:
             self._summary.append((f"{', '.join(received)} arrived while the reports were written; they were finished first", {}))
+
+    def _run_cases_alone(self, session: pytest.Session) -> None:
+        """The cells of every case that a confirmation found differing alone (harness.plugin.confirmation) that ran in a
+        shared process before its case was marked: each runs alone now, side by side as the workers did, and is charted as
+        it ran alone. A stopped run skips them (they keep their shared results, unconfirmed)."""
+        cases = confirmation.cases_alone(alone_folder(self.config))
+        cells = confirmation.still_shared(self.results.values(), cases) if cases and not self._why_stopped(session) else []
+        if not cells:
+            return
+        self._say(f"{len(cases)} cases differed alone ({', '.join(sorted(cases))}): running alone the {len(cells)} of their "
+                  "cells that ran in a shared process")
+        alone, timeouts = confirmation.Alone(self.config, "controller", self._workers), parse_timeouts(self.config.getoption("cell_timeout"))
+        running: set[Any] = set()  # each cell's runner's interrupt, while it runs
+
+        @contextlib.contextmanager
+        def deferred(interrupt: Any) -> Iterator[None]:
+            running.add(interrupt)
+            try:
+                yield
+            finally:
+                running.discard(interrupt)
+
+        with ThreadPoolExecutor(max_workers=max(1, self._workers), thread_name_prefix="tcm-alone") as pool:
+            futures = {pool.submit(alone.run, shared.cell, timeout_for(shared.cell.row, timeouts), deferred): shared for shared in cells}
+            try:
+                for future in as_completed(futures):
+                    shared = futures[future]
+                    try:
+                        self.results[shared.cell] = confirmation.settled(shared, future.result(), Confirmed.CASE_ALONE)
+                    except Exception as exc:  # noqa: BLE001 - the harness's own failure: the cell keeps its shared result, unconfirmed
+                        self._summary.append((f"{shared.cell.id} could not run alone: {type(exc).__name__}: {exc}", {"red": True}))
+            except KeyboardInterrupt:
+                self.stopped_by = self.stopped_by or "interrupted (Ctrl-C)"
+                pool.shutdown(wait=False, cancel_futures=True)
+                for interrupt in list(running):
+                    interrupt()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """What the run wrote, after pytest's own summary of the tests."""
@@ -529,6 +568,7 @@ class MatrixController:
         fingerprint.cases = [registry.resolved(spec) for spec in self.config.getoption("cases") or []]
         fingerprint.runner_threads = runner_threads(fingerprint.workers or 1)
         fingerprint.cells_per_process = cells_per_process(self.config)
+        fingerprint.confirm = confirmation.policy(self.config)
         fingerprint.autotune_timing = autotune_timing.DESCRIBED[autotune_timing.chosen(self.config.getoption("perf"))]
         return fingerprint
 

@@ -23,7 +23,8 @@ PARTIAL = "partial"  # where a run of part of the matrix writes, under the defau
 # The options that only mean something to the matrix, with the value that says "not given".
 MATRIX_OPTIONS = {"cases": None, "report_dir": None, "matrix_profile": None, "cell_timeout": [], "cells_per_process": None,
                    "cache_dir": None, "runner_logs": None, "profile_dir": None, "perf": False, "baseline": None, "full_run": False, "accept": False, "shard": None,
-                   "shard_timings": None, "cells_must_pass": False, "compile_ahead": "auto"}
+                   "shard_timings": None, "cells_must_pass": False, "compile_ahead": "auto",
+                   "confirm": None}
 _LOADED = pytest.StashKey[registry.Loaded]()
 _IMPORT = pytest.StashKey["CasesImport"]()
 
@@ -61,6 +62,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "each running every Nth config once; what the slices' cells find is thrown away), while its cells that "
                          "launch the kernels wait, at most two minutes; auto: where kernels are compiled (a GPU, not Triton's "
                          "interpreter) and cells run side by side (-n 2 or more)")
+    group.addoption("--confirm", default=None, choices=("sample", "failing", "all", "none"),
+                    help="which cells run again alone, each in a new process with empty compile caches, to prove that sharing "
+                         "processes changed no outcome: sample (the default), every cell that did not pass and one passing cell "
+                         "in ten; failing, only those that did not pass; all; none. A cell that differs alone is charted as it "
+                         "ran alone, and every cell of its case then runs alone")
     group.addoption("--perf", action="store_true",
                     help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "
                          "run without -n, so cells do not share the GPU")
@@ -217,6 +223,11 @@ def interrupted_folder(config: pytest.Config) -> str:
     """Where each worker of the run, stopped, says it has ended its cell in flight (harness.plugin.interrupts): a file
     named by its pid, in the run's own folder."""
     return os.path.join(_fresh_run_dir(config), "interrupted")
+
+
+def alone_folder(config: pytest.Config) -> str:
+    """Where the run marks the cases whose cells run alone (harness.plugin.confirmation): in the run's own folder."""
+    return os.path.join(_fresh_run_dir(config), "alone")
 
 
 def compiled_ahead(config: pytest.Config) -> frozenset[str]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
 import signal
 import tempfile
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 import pytest
 
@@ -18,10 +19,11 @@ from harness.model.outcome import CellResult
 from harness.model.results import load
 from harness.model.rows import parse_timeouts, timeout_for
 from harness.model.settings import PROFILES, Settings
-from harness.plugin import carry_over
+from harness.plugin import carry_over, confirmation
 from harness.plugin.interrupts import OnceInterrupted
 from harness.plugin.options import (
     WORKER,
+    alone_folder,
     carried_cells,
     case_specs,
     cells_per_process,
@@ -110,14 +112,25 @@ class MatrixWorker:
         settings = Settings(profile=PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
                             packages=run_packages(config), caches=run_caches(config))
         timeout = timeout_for(cell.row, parse_timeouts(config.getoption("cell_timeout")))
-        if self.interrupts is None:
-            result = self.runner.run(cell, settings, timeout)
-        else:  # Ctrl-C ends the runner's cell, and this cell is then not reported (the run records it as never reported)
-            with self.interrupts.deferred(self.runner.interrupt):
+        alone = confirmation.Alone(config, self.name, self.count)
+        if confirmation.runs_alone(alone_folder(config), cell):  # another cell of its case differed alone
+            result = confirmation.ran_alone(alone.run(cell, timeout, self._deferred))
+        else:
+            with self._deferred(self.runner.interrupt):
                 result = self.runner.run(cell, settings, timeout)
-        result.worker = self.name
+            result.worker = self.name
+            why = confirmation.why_confirmed(confirmation.policy(config), result)
+            if why is not None:  # at once, while this worker is free: the cell again, alone
+                result = confirmation.settled(result, alone.run(cell, timeout, self._deferred), why)
+                if result.confirmation and result.confirmation.agreed is False:
+                    confirmation.mark_alone(alone_folder(config), cell)
         attach(item, result)
         return result
+
+    def _deferred(self, instead: Callable[[], None]) -> ContextManager[None]:
+        """Ctrl-C ends the cell in flight (`instead` kills its runner), and the cell is then not reported (the run records
+        it as never reported); in a process without the handler, nothing is deferred."""
+        return self.interrupts.deferred(instead) if self.interrupts is not None else contextlib.nullcontext()
 
     @functools.cached_property
     def carried(self) -> frozenset[str]:

@@ -14,7 +14,7 @@ from tabulate import tabulate
 
 from harness.model.fingerprint import Fingerprint
 from harness.model.judging import judged, outcome_label
-from harness.model.outcome import CellResult, Outcome
+from harness.model.outcome import Attempt, CellResult, Outcome
 from harness.model.results import Results
 from harness.reporting import why
 from harness.reporting.markdown import cell_text
@@ -45,11 +45,8 @@ class Diff:
 
 
 def signature(cell: CellResult) -> tuple[object, ...]:
-    """What must stay the same for a cell to count as unchanged: the outcome, and for a failure its stage
-    and exception type (messages carry paths and addresses that change from run to run)."""
-    if cell.outcome is Outcome.PASS:
-        return (Outcome.PASS,)
-    return (cell.outcome, cell.stage, cell.error_type)
+    """What must stay the same for a cell to count as unchanged (Attempt.signature)."""
+    return Attempt.of(cell).signature
 
 
 def against_baseline(base: CellResult | None, now: CellResult, accept: str) -> str | None:

@@ -48,6 +48,9 @@ class Figures:
     # (first, last), the machine's facts read (beside the cells), the first cell begun (its runner starting), the last
     # cell done, the reports begun. Empty for a results file without a timeline.
     timeline: dict[str, float] = field(default_factory=dict)
+    confirmed: int = 0  # cells run again alone (harness.plugin.confirmation)
+    differed: int = 0  # of those, cells whose outcome alone was not their outcome in a shared process
+    confirmation_s: float = 0.0  # the wall time of those runs alone, in the workers (in work_s too)
 
 
 @dataclass
@@ -76,7 +79,9 @@ def figures(results: Results, wall_s: float) -> Figures:
     if not cells:
         raise ValueError("the results hold no timed cells: nothing ran")
     workers = results.fingerprint.workers or 1
-    work = {c.cell.id: c.timings.work for c in cells}
+    # A cell's run alone, confirming it, is work its worker did for it.
+    work = {c.cell.id: c.timings.work + (c.confirmation.seconds if c.confirmation else 0.0) for c in cells}
+    confirmed = [c.confirmation for c in cells if c.confirmation]
     longest = max(work, key=work.__getitem__)
     bound = max(work[longest], sum(work.values()) / workers)
     # A crashed or hung cell reports no work of its own, so it says nothing about the overhead.
@@ -128,6 +133,9 @@ def figures(results: Results, wall_s: float) -> Figures:
         by_row=sorted(rows.values(), key=lambda r: -r.work_s),
         prebuilt=list(results.prebuilt),
         timeline=_timeline(results, cells),
+        confirmed=len(confirmed),
+        differed=sum(1 for c in confirmed if c.agreed is False),
+        confirmation_s=sum(c.seconds for c in confirmed),
     )
 
 
@@ -188,6 +196,8 @@ def render(f: Figures, fingerprint: Fingerprint, command: str) -> str:
         f"overhead per cell, worst     {f.overhead_worst_s:.2f} s ({f.overhead_worst_cell})",
         f"runner processes started     {f.process_starts}, median {_fmt(f.process_start_median_s, 1)} s each",
         f"the cells' CPU time          {f.cpu_s:.1f} s (their runner processes and the processes those waited for)",
+        f"confirmed alone              {f.confirmed} cells, {f.differed} differed; {f.confirmation_s:.1f} s of the work, "
+        f"{f.confirmation_s / max(f.wall_s * f.workers, 1e-9):.1%} of the workers' time (wall time x workers)",
     ]
     if (built := prebuilt_text(f.prebuilt)) is not None:
         lines.append(f"built before the cells       {built} (harness.execution.prebuild; in no cell's work or CPU)")

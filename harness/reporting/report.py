@@ -12,7 +12,7 @@ from harness.model.cell import Cell
 from harness.model.columns import GENERATED_STYLES, STYLES, Wrapping, present
 from harness.model.fingerprint import Fingerprint
 from harness.model.judging import FAILED, Verdict, by_row_and_style, counted_cells, judged, outcome_label, pass_counts, verdict
-from harness.model.outcome import CellResult, Fault, InGraph, Outcome
+from harness.model.outcome import Attempt, CellResult, Fault, InGraph, Outcome
 from harness.model.results import Results
 from harness.model.rows import Row
 from harness.reporting import markdown
@@ -46,6 +46,7 @@ def _environment_lines(results: Results) -> list[str]:
         f"{f' (CPU threads per runner: {t})' if (t := fp.runner_threads) else ''}, wall time {results.wall_time_s or 0:.0f} s",
         f"- command: `{_shortened(str(fp.command))}`; compile caches: {fp.caches or 'fresh'}",
         f"- {_processes(fp.cells_per_process)}",
+        *_confirmation_lines(results),
     ]
     if fp.autotune_timing:  # recorded since the timing budget; runs before it timed in full
         lines.append(f"- autotuning in the cells: {fp.autotune_timing}")
@@ -90,6 +91,49 @@ def _processes(cells_per_process: int | None) -> str:
     shared = f"up to {cells_per_process} cells" if cells_per_process else "all of a worker's cells (but after a fault)"
     return (f"runner processes: {shared} shared one, so what a cell's code left in its process could reach the next "
             "(run with --cells-per-process=1 for a chart of cells each in a new process)")
+
+
+# What each --confirm runs again alone (harness.plugin.confirmation).
+CONFIRMING = {
+    "sample": "every cell that did not pass and one passing cell in ten (by its id's digest)",
+    "failing": "every cell that did not pass",
+    "all": "every cell",
+    "none": "no cell",
+}
+
+
+def _confirmation_lines(results: Results) -> list[str]:
+    """How many cells ran again alone, in a new process with empty compile caches, and how many agreed with their run in a
+    shared process; the cases whose cells differed, each with the cells that did. Nothing for a run that confirmed none
+    and did not say it would (runs before confirmation)."""
+    policy = results.fingerprint.confirm
+    confirmed = [c for c in results.cells if c.confirmation is not None]
+    if policy is None and not confirmed:
+        return []
+    count = Counter(c.confirmation.why for c in confirmed if c.confirmation)
+    agreed = sum(1 for c in confirmed if c.confirmation and c.confirmation.agreed is True)
+    differed = sorted((c for c in confirmed if c.confirmation and c.confirmation.agreed is False), key=lambda c: c.cell.id)
+    parts = ", ".join(f"{n} {why.value}" for why, n in sorted(count.items(), key=lambda item: item[0].value))
+    lines = [f"- confirmed alone (`--confirm={policy or '?'}`: {CONFIRMING.get(policy or '', 'as recorded')}, each run again in a new "
+             f"runner process with empty compile caches): {len(confirmed)} cells{f' ({parts})' if parts else ''}; "
+             f"**{agreed} agreed, {len(differed)} differed**"]
+    by_case: dict[str, list[CellResult]] = defaultdict(list)
+    for cell in differed:
+        by_case[cell.case].append(cell)
+    for case, cells in sorted(by_case.items()):
+        shown = "; ".join(f"`{c.cell.id}` shared {_attempt_text(c.confirmation.shared)}, alone {_attempt_text(c.confirmation.alone)}"
+                          for c in cells if c.confirmation)
+        lines.append(f"- **case `{case}` depends on what ran before it in its process**: its cells are charted as they ran alone, "
+                     f"each in a new process; differed: {shown}")
+    return lines
+
+
+def _attempt_text(attempt: Attempt | None) -> str:
+    if attempt is None:
+        return "(not run)"
+    where = f" @{attempt.stage.value}" if attempt.stage and attempt.outcome is not Outcome.PASS else ""
+    error = f" {attempt.error_type}" if attempt.error_type else ""
+    return f"`{attempt.outcome.value}{where}{error}`"
 
 
 def _verdict_text(passed: int, total: int) -> str:

@@ -930,3 +930,46 @@ def test_a_stopped_worker_says_so_only_once_its_cell_in_flight_has_ended_and_sta
             said.append("runner returned")
             busy(signal.SIGINT, None)  # a second interrupt while it stops: counted, nothing more
     assert said == ["runner killed", "runner returned", "acknowledged"] and busy.count == 2
+
+
+def test_one_passing_cell_in_ten_is_sampled_by_its_id_spread_over_every_row_style_and_case():
+    from harness.authoring.registry import load as load_cases
+    from harness.model.cell import matrix_cells
+    from harness.plugin.confirmation import SAMPLE_ONE_IN, sampled
+
+    cells = matrix_cells(load_cases(["harness.cases"]).cases)
+    chosen = [c for c in cells if sampled(c)]
+    assert abs(len(chosen) / len(cells) - 1 / SAMPLE_ONE_IN) < 0.015, (len(chosen), len(cells))
+    assert {c.row for c in chosen} == {c.row for c in cells}
+    assert {c.wrapping for c in chosen} == {c.wrapping for c in cells}
+    assert {c.case for c in chosen} == {c.case for c in cells}
+    assert chosen == [c for c in cells if sampled(c)]  # the same cells on every run
+
+
+def test_a_confirmed_cell_keeps_its_shared_result_where_alone_agrees_and_is_charted_as_alone_where_it_differs(tmp_path):
+    from harness.model.outcome import Confirmed
+    from harness.plugin.confirmation import settled, why_confirmed
+
+    cell = Cell("add", Wrapping.RAW, Row.EAGER)
+    wrong = CellResult(cell, Outcome.WRONG, stage=Stage.RUN, message="output 0 differs", worker="gw0")
+    failed = CellResult(cell, Outcome.FAIL, stage=Stage.COMPILE, error_type="RuntimeError", message="at an address 0x1")
+    failed_again = CellResult(cell, Outcome.FAIL, stage=Stage.COMPILE, error_type="RuntimeError", message="at an address 0x2")
+    passed = CellResult(cell, Outcome.PASS)
+    assert why_confirmed("sample", wrong) is Confirmed.NOT_PASSED and why_confirmed("none", wrong) is None
+    assert why_confirmed("failing", passed) is None and why_confirmed("all", passed) is Confirmed.SAMPLED
+    assert why_confirmed("all", CellResult(cell, Outcome.SKIPPED)) is None
+
+    same = settled(failed, failed_again, Confirmed.NOT_PASSED)  # the same stage and exception: messages may differ
+    assert same.confirmation.agreed is True and same.message == "at an address 0x1"
+    differs = settled(wrong, passed, Confirmed.NOT_PASSED)
+    assert differs.outcome is Outcome.PASS and differs.confirmation.agreed is False
+    assert differs.confirmation.shared.outcome is Outcome.WRONG and differs.confirmation.alone.outcome is Outcome.PASS
+
+    path = tmp_path / "results.json"
+    save(Results(fingerprint=Fingerprint(confirm="sample"), cells=[differs, CellResult(Cell("add", Wrapping.CONTROL, Row.EAGER), Outcome.PASS)]), str(path))
+    read = load(str(path))
+    assert read.by_cell()[cell].confirmation == differs.confirmation
+    assert "confirmation" not in json.loads(path.read_text())["cells"][0]  # the control, unconfirmed: nothing written
+    chart = support_chart(read)
+    assert "2 cells" not in chart and "1 cells (1 did not pass); **0 agreed, 1 differed**" in chart
+    assert "case `add` depends on what ran before it in its process" in chart

@@ -1,0 +1,151 @@
+"""Confirmation: every run proves that what it did for speed changed no outcome.
+
+Cells share runner processes for speed (--cells-per-process), and a process that served other cells is not a new
+interpreter: a library's own state (FlagGems's LibEntry keeps the kernels it launched for the life of the process) can
+change what the next cell does, and no reset between cells reaches every library's state. So the run checks itself:
+each cell that did not pass, and a sample of the passing ones (--confirm), runs again alone as soon as its worker is
+free, in a runner process of its own (forked as every runner is), with empty compile caches and AOTInductor packages of
+its own, from the same cell request: the same code its worker ran, not a second implementation.
+
+Where the two agree (the outcome, and for a failure its stage and exception type: Attempt.signature) the cell keeps its
+shared result, confirmed. Where they differ, the cell is charted as it ran alone, which is its program's outcome, and
+its case is marked (a file in the run's folder): every later cell of that case runs alone, in every worker, and at the
+end the controller runs alone those of its cells that ran shared before the mark. The reports say how many cells were
+confirmed, how many agreed, and which cases and cells differed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import os
+import shutil
+import tempfile
+from typing import Callable, ContextManager, Iterable
+
+import pytest
+
+from harness.model.cell import Cell
+from harness.model.outcome import Attempt, CellResult, Confirmation, Confirmed, Outcome
+from harness.model.settings import PROFILES, Settings
+from harness.plugin.options import case_specs, profile_name, run_caches, run_runner_template, run_zygote
+from harness.processes.runner import INDUCTOR_CACHE, Runner, runner_env
+
+DEFAULT = "sample"  # --confirm's choices: harness.plugin.options
+# One passing cell in SAMPLE_ONE_IN runs again alone, chosen by its id's digest: the same cells on every run (a
+# chart's confirmation is repeatable), spread evenly over the rows, styles and cases, whichever of them a run selects.
+SAMPLE_ONE_IN = 10
+# The harness's records of what this machine answered (harness.environment.vec_isa, harness.environment.probe), beside
+# the run's Inductor cache. A cell alone starts from the same answers: they are the machine's, not a compile's, and
+# without them its C++ build would run Inductor's ISA probe again (26 s on the GPU runner) to find the same.
+RECORDS = "tcm-*.json"
+
+
+def sampled(cell: Cell) -> bool:
+    """Whether a passing cell is in every run's sample: one in SAMPLE_ONE_IN, by the digest of its id."""
+    return int.from_bytes(hashlib.sha256(cell.id.encode()).digest()[:4], "big") % SAMPLE_ONE_IN == 0
+
+
+def why_confirmed(policy: str, result: CellResult) -> Confirmed | None:
+    """Why this cell runs again alone under --confirm=`policy`, or None. A skipped cell ran no case code, and a cell
+    carried over from a baseline did not run."""
+    if policy == "none" or result.outcome is Outcome.SKIPPED or result.carried_from is not None:
+        return None
+    if result.outcome is not Outcome.PASS:
+        return Confirmed.NOT_PASSED
+    if policy == "all" or (policy == "sample" and sampled(result.cell)):
+        return Confirmed.SAMPLED
+    return None
+
+
+def settled(shared: CellResult, alone: CellResult, why: Confirmed) -> CellResult:
+    """The cell as the chart keeps it: its shared result where the run alone agrees, else its result alone. Its timings stay
+    those of its run in the shared process either way (the run's figures count the run alone as the confirmation's)."""
+    agreed = Attempt.of(shared).signature == Attempt.of(alone).signature
+    confirmation = Confirmation(why, Attempt.of(alone), Attempt.of(shared), agreed, alone.timings.wall)
+    return dataclasses.replace(shared if agreed else alone, confirmation=confirmation, timings=shared.timings)
+
+
+def ran_alone(alone: CellResult) -> CellResult:
+    """A cell of a case that runs alone, which never ran shared."""
+    return dataclasses.replace(alone, confirmation=Confirmation(Confirmed.CASE_ALONE, Attempt.of(alone)))
+
+
+def policy(config: pytest.Config) -> str:
+    return config.getoption("confirm") or DEFAULT
+
+
+def cases_alone(folder: str) -> dict[str, str]:
+    """The cases whose cells run alone, each with the cell that differed first: a file each in `folder`
+    (harness.plugin.options.alone_folder), named by the case, holding the cell's id."""
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return {}
+    found = {}
+    for name in names:
+        try:
+            with open(os.path.join(folder, name)) as f:
+                found[name] = f.read().strip()
+        except OSError:
+            continue
+    return found
+
+
+def mark_alone(folder: str, cell: Cell) -> None:
+    """From now on, every cell of `cell`'s case runs alone (the first cell that differed is the one named)."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, cell.case)
+    if not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(cell.id)
+
+
+def runs_alone(folder: str, cell: Cell) -> bool:
+    return os.path.exists(os.path.join(folder, cell.case))
+
+
+class Alone:
+    """Runs cells alone for one process of the run (a worker, or the controller at the end): each in a new runner
+    process, with a folder, compile caches and AOTInductor packages of its own, removed after it."""
+
+    def __init__(self, config: pytest.Config, name: str, workers: int):
+        self.config, self.name, self.workers = config, name, workers
+
+    def run(self, cell: Cell, timeout: float, deferred: Callable[[Callable[[], None]], ContextManager[None]] | None = None) -> CellResult:
+        """The cell's result alone; `deferred` wraps the run so that an interrupt ends it (the worker's interrupts)."""
+        config = self.config
+        workdir = tempfile.mkdtemp(prefix=f"tcm-alone-{self.name}-")
+        try:
+            env = runner_env(workdir, self.name, None, workers=self.workers, perf=config.getoption("perf"),
+                             profile_dir=config.getoption("profile_dir"))
+            _seed_records(os.path.join(run_caches(config), INDUCTOR_CACHE), env["TORCHINDUCTOR_CACHE_DIR"])
+            # Its own packages: an AOTInductor package another cell built would not be this cell's build. The run's caches
+            # still hold the C++ runtime's runner, the harness's own program, not a compile the chart checks.
+            settings = Settings(profile=PROFILES[profile_name(config)], workdir=workdir, perf=config.getoption("perf"),
+                                packages=os.path.join(workdir, "packages"), caches=run_caches(config))
+            with Runner(case_specs(config), workdir, env=env, cells_per_process=1, standby=False, zygote=run_zygote(config),
+                        template=run_runner_template(config)) as runner:
+                if deferred is None:
+                    result = runner.run(cell, settings, timeout)
+                else:
+                    with deferred(runner.interrupt):
+                        result = runner.run(cell, settings, timeout)
+            result.worker = self.name
+            return result
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _seed_records(run_cache: str, fresh_cache: str) -> None:
+    os.makedirs(fresh_cache, exist_ok=True)
+    for path in glob.glob(os.path.join(run_cache, RECORDS)):
+        shutil.copy(path, fresh_cache)
+
+
+def still_shared(results: Iterable[CellResult], cases: Iterable[str]) -> list[CellResult]:
+    """The cells of these cases that ran only in a shared process: the controller runs them alone at the end."""
+    cases = set(cases)
+    return [r for r in results if r.case in cases and r.confirmation is None and r.carried_from is None
+            and r.outcome is not Outcome.SKIPPED]
