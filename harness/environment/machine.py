@@ -17,6 +17,16 @@ from harness.authoring import registry
 from harness.model.fingerprint import INTERPRETER, Compiler, Fingerprint, GitCommit, Gpu, ProfileUsed
 from harness.model.settings import Profile
 
+# Where a runner finds the run's records of what this machine answered (harness.environment.vec_isa, probe): beside the
+# run's Inductor cache, unless the runner's caches are its own (a cell confirmed alone starts from empty caches, but from
+# the machine's answers, which are not a compile's).
+RECORDS_ENV = "TCM_RECORDS"
+
+
+def records_dir() -> str | None:
+    """The folder of the run's records of this machine's answers: TCM_RECORDS, else the Inductor cache's folder."""
+    return os.environ.get(RECORDS_ENV) or os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+
 READ_S = 300  # how long reading this machine in a process of its own may take
 
 

@@ -25,7 +25,7 @@ def _isa_probe_answered_from_the_runs_record() -> None:
     process per ISA, 20-60 s under the matrix's load, before the package is loaded. The run's runners recorded
     the probe's answers (harness/environment/vec_isa.py); this process takes them the same way, loading that one module by
     its path. It registers no operator and changes no answer: the case and the rest of the harness stay unimported."""
-    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    cache = os.environ.get("TCM_RECORDS") or os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # harness.environment.machine.records_dir
     if not cache:
         return
     harness_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -16,7 +16,7 @@ import torch
 
 from harness.authoring import registry
 from harness.authoring.case import Case, dtype_name
-from harness.environment import probe
+from harness.environment import machine, probe
 from harness.execution import warm_cache
 from harness.execution.blame import extern_calls
 from harness.model.cell import Cell
@@ -62,7 +62,7 @@ class RunEnvironment:
     def here(cls, device: str, profile: Profile, broken_dtypes: Mapping[str, str] | None = None) -> RunEnvironment:
         """This process's environment: the interpreter and the probes' folder read from its variables, once."""
         return cls(device=device, interpreted=os.environ.get("TRITON_INTERPRET") == "1", profile=profile,
-                   broken_dtypes=dict(broken_dtypes or {}), probes=Probes(os.environ.get("TORCHINDUCTOR_CACHE_DIR")))
+                   broken_dtypes=dict(broken_dtypes or {}), probes=Probes(machine.records_dir()))
 
     def row_device(self, cell: Cell) -> str:
         return cell.row.spec.device or self.device

@@ -52,8 +52,8 @@ def _as_a_runner(caches: str) -> None:
     """Inductor's vector-ISA probe answered from, or recorded in, the run's record, as in a runner."""
     from harness.environment import vec_isa
 
-    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)
+    if machine.records_dir():
+        vec_isa.share(machine.records_dir(), python=python_status)
 
 
 def _add_one(x: Any) -> Any:

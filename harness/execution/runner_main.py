@@ -29,9 +29,10 @@ def main(case_modules: list[str]) -> None:
 
     child.phase("cases")
     device = machine.cells_device()
-    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
-        vec_isa.share(os.environ["TORCHINDUCTOR_CACHE_DIR"], python=python_status)  # its checks forked from the zygote
-    broken = broken_dtypes(device, os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+    records = machine.records_dir()
+    if records:
+        vec_isa.share(records, python=python_status)  # its checks forked from the zygote
+    broken = broken_dtypes(device, records)
     child.phase("dtype probe")
     child.start_device(device)
     configs, environment = ConfigBaseline(), EnvironmentBaseline(child.started_env)  # what every cell starts from

@@ -16,8 +16,8 @@ confirmed, how many agreed, and which cases and cells differed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import glob
 import hashlib
 import os
 import shutil
@@ -26,6 +26,7 @@ from typing import Callable, ContextManager, Iterable
 
 import pytest
 
+from harness.environment.machine import RECORDS_ENV
 from harness.model.cell import Cell
 from harness.model.outcome import Attempt, CellResult, Confirmation, Confirmed, Outcome
 from harness.model.settings import PROFILES, Settings
@@ -36,10 +37,6 @@ DEFAULT = "sample"  # --confirm's choices: harness.plugin.options
 # One passing cell in SAMPLE_ONE_IN runs again alone, chosen by its id's digest: the same cells on every run (a
 # chart's confirmation is repeatable), spread evenly over the rows, styles and cases, whichever of them a run selects.
 SAMPLE_ONE_IN = 10
-# The harness's records of what this machine answered (harness.environment.vec_isa, harness.environment.probe), beside
-# the run's Inductor cache. A cell alone starts from the same answers: they are the machine's, not a compile's, and
-# without them its C++ build would run Inductor's ISA probe again (26 s on the GPU runner) to find the same.
-RECORDS = "tcm-*.json"
 
 
 def sampled(cell: Cell) -> bool:
@@ -107,41 +104,48 @@ def runs_alone(folder: str, cell: Cell) -> bool:
 
 
 class Alone:
-    """Runs cells alone for one process of the run (a worker, or the controller at the end): each in a new runner
-    process, with a folder, compile caches and AOTInductor packages of its own, removed after it."""
+    """Runs cells alone for one process of the run (a worker, or a thread of the controller at the end): each in a new
+    runner process with compile caches of its own, empty (Runner's own_caches), and a folder and AOTInductor packages of
+    its own, removed after it. The next such process is started while a cell runs (the runner's standby), so a cell
+    confirmed alone does not wait for a process to start: CUDA's start alone took a median 4 s a process on the GPU runner
+    with 16 workers."""
 
     def __init__(self, config: pytest.Config, name: str, workers: int):
-        self.config, self.name, self.workers = config, name, workers
+        self.config, self.name = config, name
+        self.workdir = tempfile.mkdtemp(prefix=f"tcm-alone-{name}-")
+        env = runner_env(self.workdir, name, None, workers=workers, perf=config.getoption("perf"), profile_dir=config.getoption("profile_dir"))
+        # The machine's answers the run recorded (its Inductor CPU ISA probe: 26 s on the GPU runner), not a compile's.
+        env[RECORDS_ENV] = os.path.join(run_caches(config), INDUCTOR_CACHE)
+        self.runner = Runner(case_specs(config), self.workdir, env=env, cells_per_process=1, zygote=run_zygote(config),
+                             template=run_runner_template(config), own_caches=True)
+
+    def prepare(self) -> None:
+        """Start the first runner process now, before any cell asks for it."""
+        self.runner.prepare()
 
     def run(self, cell: Cell, timeout: float, deferred: Callable[[Callable[[], None]], ContextManager[None]] | None = None) -> CellResult:
         """The cell's result alone; `deferred` wraps the run so that an interrupt ends it (the worker's interrupts)."""
         config = self.config
-        workdir = tempfile.mkdtemp(prefix=f"tcm-alone-{self.name}-")
+        folder = tempfile.mkdtemp(prefix="cell-", dir=self.workdir)
         try:
-            env = runner_env(workdir, self.name, None, workers=self.workers, perf=config.getoption("perf"),
-                             profile_dir=config.getoption("profile_dir"))
-            _seed_records(os.path.join(run_caches(config), INDUCTOR_CACHE), env["TORCHINDUCTOR_CACHE_DIR"])
             # Its own packages: an AOTInductor package another cell built would not be this cell's build. The run's caches
             # still hold the C++ runtime's runner, the harness's own program, not a compile the chart checks.
-            settings = Settings(profile=PROFILES[profile_name(config)], workdir=workdir, perf=config.getoption("perf"),
-                                packages=os.path.join(workdir, "packages"), caches=run_caches(config))
-            with Runner(case_specs(config), workdir, env=env, cells_per_process=1, standby=False, zygote=run_zygote(config),
-                        template=run_runner_template(config)) as runner:
-                if deferred is None:
-                    result = runner.run(cell, settings, timeout)
-                else:
-                    with deferred(runner.interrupt):
-                        result = runner.run(cell, settings, timeout)
+            settings = Settings(profile=PROFILES[profile_name(config)], workdir=folder, perf=config.getoption("perf"),
+                                packages=os.path.join(folder, "packages"), caches=run_caches(config))
+            with (deferred or _undeferred)(self.runner.interrupt):
+                result = self.runner.run(cell, settings, timeout)
             result.worker = self.name
             return result
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        self.runner.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _seed_records(run_cache: str, fresh_cache: str) -> None:
-    os.makedirs(fresh_cache, exist_ok=True)
-    for path in glob.glob(os.path.join(run_cache, RECORDS)):
-        shutil.copy(path, fresh_cache)
+def _undeferred(interrupt: Callable[[], None]) -> ContextManager[None]:
+    return contextlib.nullcontext()
 
 
 def still_shared(results: Iterable[CellResult], cases: Iterable[str]) -> list[CellResult]:

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import hashlib
 import os
+import queue
 import shlex
 import shutil
 import signal
@@ -465,8 +466,20 @@ class MatrixController:
             return
         self._say(f"{len(cases)} cases differed alone ({', '.join(sorted(cases))}): running alone the {len(cells)} of their "
                   "cells that ran in a shared process")
-        alone, timeouts = confirmation.Alone(self.config, "controller", self._workers), parse_timeouts(self.config.getoption("cell_timeout"))
+        timeouts = parse_timeouts(self.config.getoption("cell_timeout"))
+        threads = max(1, min(self._workers, len(cells)))
+        idle: queue.SimpleQueue[confirmation.Alone] = queue.SimpleQueue()  # one runner of cells alone for each thread
+        alones = [confirmation.Alone(self.config, f"controller-{n}", threads) for n in range(threads)]
+        for alone in alones:
+            idle.put(alone)
         running: set[Any] = set()  # each cell's runner's interrupt, while it runs
+
+        def run_alone(cell: Cell) -> CellResult:
+            alone = idle.get()
+            try:
+                return alone.run(cell, timeout_for(cell.row, timeouts), deferred)
+            finally:
+                idle.put(alone)
 
         @contextlib.contextmanager
         def deferred(interrupt: Any) -> Iterator[None]:
@@ -476,8 +489,8 @@ class MatrixController:
             finally:
                 running.discard(interrupt)
 
-        with ThreadPoolExecutor(max_workers=max(1, self._workers), thread_name_prefix="tcm-alone") as pool:
-            futures = {pool.submit(alone.run, shared.cell, timeout_for(shared.cell.row, timeouts), deferred): shared for shared in cells}
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tcm-alone") as pool:
+            futures = {pool.submit(run_alone, shared.cell): shared for shared in cells}
             try:
                 for future in as_completed(futures):
                     shared = futures[future]
@@ -490,6 +503,8 @@ class MatrixController:
                 pool.shutdown(wait=False, cancel_futures=True)
                 for interrupt in list(running):
                     interrupt()
+        for alone in alones:
+            alone.close()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """What the run wrote, after pytest's own summary of the tests."""

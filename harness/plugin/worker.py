@@ -48,6 +48,7 @@ class MatrixWorker:
     def __init__(self, config: pytest.Config):
         self.config = config
         self._runner: Runner | None = None
+        self._alone: confirmation.Alone | None = None
         self._baseline: dict[Cell, CellResult] | None = None
         self._baseline_run = ""  # how a cell carried over from the baseline names it (carry_over.source_run)
         # Every process of the run stops on the first Ctrl-C only; an xdist worker as its controller tells it.
@@ -89,6 +90,13 @@ class MatrixWorker:
         return loaded(self.config).cases
 
     @property
+    def alone(self) -> confirmation.Alone:
+        """This worker's runner of cells alone (harness.plugin.confirmation), started with its runner."""
+        if self._alone is None:
+            self._alone = confirmation.Alone(self.config, self.name, self.count)
+        return self._alone
+
+    @property
     def runner(self) -> Runner:
         if self._runner is None:
             worker = self.name
@@ -98,6 +106,8 @@ class MatrixWorker:
             self._runner = Runner(case_specs(self.config), workdir, env=env,
                                   cells_per_process=cells_per_process(self.config) or None, zygote=run_zygote(self.config),
                                   template=run_runner_template(self.config))
+            if confirmation.policy(self.config) != "none":  # its first process starts beside the runner's, not when a cell waits
+                self.alone.prepare()
         return self._runner
 
     def run(self, cell: Cell, item: pytest.Item) -> CellResult:
@@ -112,7 +122,7 @@ class MatrixWorker:
         settings = Settings(profile=PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
                             packages=run_packages(config), caches=run_caches(config))
         timeout = timeout_for(cell.row, parse_timeouts(config.getoption("cell_timeout")))
-        alone = confirmation.Alone(config, self.name, self.count)
+        alone = self.alone
         if confirmation.runs_alone(alone_folder(config), cell):  # another cell of its case differed alone
             result = confirmation.ran_alone(alone.run(cell, timeout, self._deferred))
         else:
@@ -165,6 +175,9 @@ class MatrixWorker:
         # Ctrl-C then is not raised in whatever its teardown runs.
         if self.interrupts is not None and not hasattr(config, "workerinput") and signal.getsignal(signal.SIGINT) is self.interrupts:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+        alone, self._alone = self._alone, None
+        if alone is not None:
+            alone.close()
         runner, self._runner = self._runner, None
         if runner is None:
             return

@@ -25,9 +25,11 @@ from __future__ import annotations
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -127,8 +129,13 @@ class Runner:
         standby: bool = True,
         zygote: str | None = None,
         template: str | None = None,
+        own_caches: bool = False,
     ):
         self.case_modules = list(case_modules)
+        # Each runner process with empty compile caches of its own, in a folder of `workdir` removed once it ends (a cell
+        # confirmed alone), instead of the caches `env` names.
+        self.own_caches = own_caches
+        self._caches: dict[int, str] = {}  # a runner process's own caches, by its pid
         self.workdir = workdir
         self.env = env or {}
         self.cells_per_process = cells_per_process
@@ -160,6 +167,9 @@ class Runner:
                "PYTHONPATH": registry.search_path(), ASKED_BY_ENV: str(os.getpid())}
         if self._zygote is not None:  # its helpers are forked from the run's zygote too
             env[ZYGOTE_ENV] = self._zygote.path
+        caches = tempfile.mkdtemp(prefix="caches-", dir=self.workdir) if self.own_caches else None
+        if caches is not None:
+            env.update(TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, INDUCTOR_CACHE), TRITON_CACHE_DIR=os.path.join(caches, "triton-cache"))
         command = [sys.executable, "-m", RUNNER_MODULE, *self.case_modules]
         log_path = os.path.join(self.workdir, f"runner-{self._spawned}.log")
         self._spawned += 1
@@ -177,6 +187,8 @@ class Runner:
                     cwd=os.getcwd(),
                     start_new_session=True,  # its own process group: a timeout kills compile workers too
                 )
+        if caches is not None:
+            self._caches[proc.pid] = caches
         return proc, log_path
 
     def prepare(self) -> None:
@@ -225,6 +237,12 @@ class Runner:
         proc, self._proc = self._proc, None
         if proc is not None:
             _kill(proc, wait)
+            self._forget_caches(proc)
+
+    def _forget_caches(self, proc: subprocess.Popen[bytes]) -> None:
+        caches = self._caches.pop(proc.pid, None)
+        if caches is not None:
+            shutil.rmtree(caches, ignore_errors=True)
 
     def interrupt(self) -> None:
         """End the cell in flight (Ctrl-C): its runner process is killed, and run() returns once it sees it gone."""
@@ -241,6 +259,7 @@ class Runner:
         spare, self._spare = self._spare, None
         if spare is not None:
             _kill(spare[0])
+            self._forget_caches(spare[0])
         for forker in (self._template, self._zygote):
             if forker is not None:
                 forker.close()  # this process's connection; it serves the run's other processes

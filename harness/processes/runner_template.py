@@ -36,6 +36,7 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.authoring import registry
+from harness.environment import machine
 from harness.processes import autotune_timing, helper_process, zygote
 from harness.processes.runner import RUNNER_MODULE
 from harness.processes.zygote import ForkRequest
@@ -125,7 +126,7 @@ def _record_the_dtype_probe(runners: socket.socket) -> None:
     its lock, and a run's first cells begin that much later. Where the grandchild fails or is ended, a runner measures it
     as before; without a record folder (no TORCHINDUCTOR_CACHE_DIR) every runner does. It keeps no copy of the template's
     `runners` socket: where the template ends, the socket must close at once, so that the workers ask the zygote."""
-    record_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    record_dir = machine.records_dir()
     if not record_dir:
         return
     try:

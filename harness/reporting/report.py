@@ -89,8 +89,8 @@ def _processes(cells_per_process: int | None) -> str:
     if cells_per_process == 1:
         return "runner processes: a fresh one for every cell"
     shared = f"up to {cells_per_process} cells" if cells_per_process else "all of a worker's cells (but after a fault)"
-    return (f"runner processes: {shared} shared one, so what a cell's code left in its process could reach the next "
-            "(run with --cells-per-process=1 for a chart of cells each in a new process)")
+    return (f"runner processes: {shared} shared one, so what a cell's code left in its process could reach the next; the cells "
+            "confirmed alone (below) say whether it changed any outcome (--cells-per-process=1: each cell in a new process)")
 
 
 # What each --confirm runs again alone (harness.plugin.confirmation).
