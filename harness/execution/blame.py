@@ -1,7 +1,8 @@
-"""Whose code raised: the case's own or what the cell measures. The case's own is its module, launcher, backward,
-reference and kernels; what the cell measures is torch, Triton, the interpreter. A plain eager call of the launcher
-that raises in the case's own code is the case's error (harness.execution.execute); the interpreter's missing
-device-library functions are read off the kernels' bytecode here too.
+"""Whose code raised: the case's own, the harness's, or what the cell measures. The case's own is its module, launcher,
+backward, reference and kernels; what the cell measures is torch, Triton, the interpreter. A plain eager call of the
+launcher that raises in the case's own code is the case's error (harness.execution.execute); a module the harness named
+that cannot be imported is the harness's (`harness_named_module`); the interpreter's missing device-library functions
+are read off the kernels' bytecode here too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import Any, Callable
 import triton
 
 from harness.authoring.case import KERNEL_TYPES, Case, kernel_function
+from harness.authoring.registry import LONE_FILE
+from harness.model.errors import HarnessError, described
 from harness.model.outcome import CaseCodeError, Stage
 
 
@@ -44,6 +47,27 @@ def _foreign(module: str) -> bool:
     if top == "harness":  # the built-in cases install inside the package, as harness.cases
         return not (module == "harness.cases" or module.startswith("harness.cases."))
     return top in _FOREIGN_PACKAGES or top in sys.stdlib_module_names
+
+
+class HarnessNamedModule(HarnessError):
+    """A module whose name the harness made could not be imported: what the harness did, not what the cell measures."""
+
+
+def harness_named_module(error: BaseException) -> HarnessNamedModule | None:
+    """The harness's own failure where `error`, or an exception it was raised from, is an ImportError of a module whose
+    name the harness made: a lone case file's name of its own (harness.authoring.registry.LONE_FILE), which no user's
+    process has, or one of the harness's modules. None for any other error. Asked only in a process that imported what
+    the cell's process imported (the cell's own, the saved-run and warm-cache rows' new processes): a package served
+    where nothing of the harness is imported (aoti_serve) that asks for one is the row's finding."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        name = error.name if isinstance(error, ImportError) else None
+        if name and (name.startswith(LONE_FILE) or name == "harness" or name.startswith("harness.")):
+            made = "the name the harness gives a lone case file" if name.startswith(LONE_FILE) else "a module of the harness"
+            return HarnessNamedModule(f"{name}, {made}, could not be imported: {described(error)}")
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return None
 
 
 def _python_function(owner: Any) -> Any:

@@ -25,7 +25,7 @@ from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 from harness.execution import cpp_runtime, saved
 from harness.execution.observer import GraphObserver
 from harness.execution.warm_cache import EditedInNewProcess
-from harness.model.outcome import WAITED_FOR_PACKAGE, Stage
+from harness.model.outcome import WAITED_FOR_PACKAGE, HarnessFault, Stage
 from harness.model.rows import Kind, Row
 from harness.processes.helper_process import CellProcesses
 
@@ -246,7 +246,10 @@ def aoti_cpp(build: Build) -> Artifact:
     with build.stage(Stage.CPP_BUILD):  # first: without a runner, building the package would be wasted
         shared = build.shared
         run_dir = shared.packages if shared else build.workdir
-        runner = cpp_runtime.executable(cpp_runtime.built_runners(shared.caches if shared else build.workdir), run_dir)
+        try:
+            runner = cpp_runtime.executable(cpp_runtime.built_runners(shared.caches if shared else build.workdir), run_dir)
+        except Exception as exc:  # the runner is the harness's own program, not the package the row checks: its fault
+            raise HarnessFault(Stage.CPP_BUILD, exc) from exc
     package = _package(build)
     with build.stage(Stage.AOT_LOAD):
         device = next(str(x.device) for x in build.inputs if isinstance(x, torch.Tensor))

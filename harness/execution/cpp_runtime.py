@@ -28,7 +28,8 @@ BUILD_TIMEOUT_S = 900.0
 
 
 class BuildFailure(HarnessError):
-    """The runner could not be built here: the environment's fault, shown with the first error line."""
+    """The runner could not be built here, with the build's first error line: the harness's own program, so the cell's
+    error, the harness's (harness.execution.builders.aoti_cpp), never a finding about the package it would run."""
 
 
 class RuntimeFailure(HarnessError):

@@ -28,7 +28,7 @@ from harness.authoring.case import Case, Example, dtype_name
 from harness.execution import applicability, backward_check, builders, degradation, perf, subsystems
 from harness.execution import training as train
 from harness.execution import wrapping as wrappings
-from harness.execution.blame import LauncherRaised, case_files, raised_by_case_code, shown
+from harness.execution.blame import LauncherRaised, case_files, harness_named_module, raised_by_case_code, shown
 from harness.execution.call_stage import stage_of_call
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
@@ -59,14 +59,19 @@ def _pending_device_fault() -> BaseException | None:
     return None
 
 
-def _failure(stage: Stage, error: BaseException, called: bool = False) -> StageFailure:
+def _failure(stage: Stage, error: BaseException, called: bool = False) -> StageFailure | HarnessFault:
     """The one place where a foreign exception becomes a failure at a stage. On a call of an artifact, a
     kernel that faulted before a Python error was raised is what went wrong first (unchecked, its CUDA error
     would surface in whichever call came next, and the outcome would depend on timing), and a Dynamo,
-    Inductor or Triton compilation error is a compile failure, whichever stage announced the call."""
+    Inductor or Triton compilation error is a compile failure, whichever stage announced the call. A module the
+    harness named that cannot be imported is the harness's fault at that stage, whoever asked for it: the path
+    was not measured (harness.execution.blame.harness_named_module)."""
     if called:
         error = _pending_device_fault() or error
         stage = stage_of_call(error)
+    named = harness_named_module(error)
+    if named is not None:
+        return HarnessFault(stage, named)
     return StageFailure(stage, error)
 
 

@@ -12,7 +12,8 @@ caches are empty folders of its own where the row asks for it (the cache artifac
 
 What the new process meets loading or running the saved file is the cell's finding, at the stage it names (`load`,
 `compile`, `run`). That it cannot find the case or build its style is the harness's (HarnessFault): the cell's own
-process did both.
+process did both. So is a module the harness named that it cannot import there (a lone case file's name of its own,
+which torch's loading may ask for where the cell's process held that module): no user's process meets that name.
 
 The new process is `python -m harness.execution.saved`, one a cell, taking each request's path on stdin; the cell's
 side is `SavedInNewProcess`, one a dtype.
@@ -34,6 +35,7 @@ from harness.authoring import registry
 from harness.authoring.case import Case
 from harness.execution import call_stage, transfer
 from harness.execution import wrapping as wrappings
+from harness.execution.blame import harness_named_module
 from harness.model.columns import Wrapping
 from harness.model.errors import CaseError, HarnessError, described, first_line
 from harness.model.outcome import HarnessFault, Stage, StageFailure
@@ -47,8 +49,8 @@ PROGRAM, CACHES, PRECOMPILED = "exported program", "cache artifacts", "precompil
 
 
 class NotServed(HarnessError):
-    """The new process could not find the case in its module or build its style, or died where it only imported
-    what the cell's process had imported."""
+    """The new process could not find the case in its module or build its style, or could not import a module the
+    harness named (harness.execution.blame.harness_named_module) where it loaded or ran what was saved."""
 
 
 class SavedRunFailed(HarnessError):
@@ -135,8 +137,8 @@ class SavedInNewProcess:
             raise HarnessFault(Stage.LOAD, NotServed(f"the new process said it answered {request} but wrote no {answer}"))
         with open(answer) as f:
             report = json.load(f)
-        if report.get("not_served"):
-            raise HarnessFault(Stage.WRAP, NotServed(report["not_served"]))
+        if report.get("not_served"):  # at the stage it names, else building the style (the new process's first step)
+            raise HarnessFault(Stage(report.get("stage", Stage.WRAP.value)), NotServed(report["not_served"]))
         if report.get("error"):
             raise StageFailure(Stage(report["stage"]), SavedRunFailed(report["error"]))
         return report
@@ -191,6 +193,16 @@ def _load_precompiled(request: Request, fn: Any) -> Any:
 _LOADERS = {PROGRAM: _load_program, CACHES: _load_caches, PRECOMPILED: _load_precompiled}
 
 
+def _failed(stage: Stage, exc: Exception) -> dict[str, Any]:
+    """The answer where loading or running what was saved raised: the cell's finding at `stage`, but where the new
+    process could not import a module the harness named (a lone case file's name of its own, which only the cell's
+    process had): that is the harness's, at the same stage."""
+    named = harness_named_module(exc)
+    if named is not None:
+        return {"stage": stage.value, "not_served": f"the new process met a module the harness named: {named}"}
+    return {"stage": stage.value, "error": f"{type(exc).__name__}: {first_line(exc)}"}
+
+
 def _serve(request: Request, held: dict[str, Any]) -> dict[str, Any]:
     """One request: at the first, the style built and the saved file loaded (`held`); with inputs, one call."""
     key = json.dumps([request.case, request.case_module, request.wrapping, request.task, request.saved])
@@ -203,7 +215,7 @@ def _serve(request: Request, held: dict[str, Any]) -> dict[str, Any]:
         try:
             held[key] = _LOADERS[request.task](request, fn)
         except Exception as exc:  # noqa: BLE001 - what torch meets loading the saved file is the cell's finding
-            return {"stage": Stage.LOAD.value, "error": f"{type(exc).__name__}: {first_line(exc)}"}
+            return _failed(Stage.LOAD, exc)
     if request.inputs is None:
         return {"loaded": True}
     inputs = [transfer.received(x, request.device) for x in torch.load(request.inputs, weights_only=False)]
@@ -212,8 +224,7 @@ def _serve(request: Request, held: dict[str, Any]) -> dict[str, Any]:
         if torch.cuda.is_available():
             torch.cuda.synchronize()
     except Exception as exc:  # noqa: BLE001 - the cell's finding: a compile error (cache artifacts) or a run error
-        stage = call_stage.stage_of_call(exc) if request.task == CACHES else Stage.RUN
-        return {"stage": stage.value, "error": f"{type(exc).__name__}: {first_line(exc)}"}
+        return _failed(call_stage.stage_of_call(exc) if request.task == CACHES else Stage.RUN, exc)
     single = not isinstance(out, (list, tuple))
     outputs = [out] if single else list(out)
     torch.save(([o.detach().cpu() if isinstance(o, torch.Tensor) else o for o in outputs],

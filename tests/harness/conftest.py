@@ -105,11 +105,12 @@ def run_python(command, cwd=None, env=None, timeout=None):
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def runner_of(case_file, zygote=None):
-    """A runner process over one case file, in a work folder of its own, forked from `zygote` (a socket) where given,
-    for a module-scoped fixture to yield."""
+def runner_of(case_file, zygote=None, *more_case_files, env=None):
+    """A runner process over a case file (and `more_case_files`, loaded after it, as --cases names them), in a work folder
+    of its own, forked from `zygote` (a socket) where given, with `env` over a run's runner environment, for a
+    module-scoped fixture to yield."""
     workdir = tempfile.mkdtemp(prefix="tcm-test-")
-    with Runner([case_file], workdir, env=runner_env(workdir), zygote=zygote) as runner:
+    with Runner([case_file, *more_case_files], workdir, env={**runner_env(workdir), **(env or {})}, zygote=zygote) as runner:
         yield runner
     shutil.rmtree(workdir, ignore_errors=True)
 

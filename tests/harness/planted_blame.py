@@ -1,5 +1,6 @@
 """Cases planted to check where blame lands: a mistake in a case's launcher is the case's error, a limit of Triton's
-interpreter is "not tested here", and an error torch raises is still the cell's to measure.
+interpreter is "not tested here", an error torch raises is still the cell's to measure, and a program torch refuses on
+a path, the control's as well as the styles', is the environment's.
 
 Not part of the default chart: the matrix loads them only when named with `--cases`.
 """
@@ -59,6 +60,16 @@ def _copy_times_a_longer_vector(k, x: torch.Tensor) -> torch.Tensor:
     return _copy(k, x) @ torch.ones(x.shape[0] + 1, dtype=x.dtype, device=x.device)
 
 
+def _graph_break_then_copy(k, x: torch.Tensor) -> torch.Tensor:
+    torch._dynamo.graph_break()  # nothing in plain eager; compiled with fullgraph=True, torch refuses it
+    return _copy(k, x)
+
+
+def _graph_break_then_identity(x: torch.Tensor) -> torch.Tensor:
+    torch._dynamo.graph_break()  # the control's program too: the path, not the wrapping, is what fails
+    return x.clone()
+
+
 def _tanh(k, x: torch.Tensor) -> torch.Tensor:
     out = k.empty_like(x)
     n = x.numel()
@@ -73,4 +84,5 @@ CASES = [
     _planted("blame_misspelt_kernel", copy_kernel, _copy_through_a_misspelt_name),
     _planted("blame_torch_refuses", copy_kernel, _copy_times_a_longer_vector),
     _planted("blame_libdevice", tanh_kernel, _tanh, reference=torch.tanh),
+    _planted("blame_graph_break", copy_kernel, _graph_break_then_copy, reference=_graph_break_then_identity),
 ]

@@ -1,6 +1,10 @@
 """Blame lands where it belongs: a mistake in a case's launcher is the case's error, named with its place and fix, and
 fails the run while every other case still runs; a limit of Triton's interpreter is "not tested here" with its
-reason; an error torch raises is still measured by the cell. Planted cases: tests/harness/planted_blame.py."""
+reason; an error torch raises is still measured by the cell; a control that fails because the harness's own means
+broke (a module it named that a new process cannot import, the C++ runner it cannot build) is the harness's error, and
+so are its row's cells that fail there, never the environment's; a control torch refuses still makes its row's failing
+cells the environment's. Planted cases: tests/harness/planted_blame.py, and two lone case files in
+tests/harness/user_modules (shared_reference.py, reuses_reference.py)."""
 
 import inspect
 import json
@@ -10,12 +14,15 @@ import sys
 import pytest
 import torch
 
-from harness.model.judging import outcome_label
-from harness.model.outcome import Outcome, Stage
+from harness.model.fingerprint import Fingerprint
+from harness.model.judging import judged, outcome_label
+from harness.model.outcome import Fault, Outcome, Stage
+from harness.model.results import Results
 from tests.harness import planted_blame
 from tests.harness.conftest import run_python, runner_of
 
 PLANTED_BLAME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "planted_blame.py")
+USER_MODULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_modules")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STYLES = ("raw", "raw_autograd", "triton_op", "custom_op")
 ROWS = ("eager", "compile_fullgraph")  # a compiled row, which Dynamo traces (the launch is not traced on the interpreter)
@@ -30,6 +37,12 @@ def blame_runner(run_zygote):
 @pytest.fixture
 def run_cell(run_planted, blame_runner):
     return lambda case, wrapping="raw", row="eager": run_planted(case, wrapping, row, runner=blame_runner)
+
+
+def judged_cells(cells):
+    """The cells as the reports judge them, by id."""
+    results = Results(fingerprint=Fingerprint.from_json({"mode": "cpu-interpreter"}), cells=list(cells))
+    return {c.cell.id: c for c in judged(results).cells}
 
 
 def line_of(function, text):
@@ -79,6 +92,56 @@ def test_an_error_torch_raises_in_the_launcher_is_measured_by_the_cell_not_blame
     result = run_cell("blame_torch_refuses")
     assert (result.outcome, result.stage, result.fault) == (Outcome.FAIL, Stage.RUN, None), result.message
     assert result.error_type == "RuntimeError" and "inconsistent tensor size" in result.message, result.message
+
+
+@pytest.fixture(scope="module")
+def two_case_files_runner(run_zygote):
+    """A runner given shared_reference.py, then reuses_reference.py, whose case reuses the first file's module as the
+    run imported it: under the name the harness gives a lone case file (harness.authoring.registry.LONE_FILE)."""
+    yield from runner_of(os.path.join(USER_MODULES, "shared_reference.py"), run_zygote, os.path.join(USER_MODULES, "reuses_reference.py"))
+
+
+def test_a_module_the_harness_named_that_the_new_process_cannot_import_makes_the_control_the_harnesss_error_not_a_broken_path(
+        run_planted, two_case_files_runner):
+    # The precompiled function holds the module it closes over by its name; the new process loads reuses_reference.py
+    # alone, and has shared_reference only by its own name: no user's process has the harness's name for it.
+    control = run_planted("reuses_reference", "control", "precompile_fresh", runner=two_case_files_runner, timeout=300.0)
+    assert (control.outcome, control.fault, control.stage, control.error_type) == (
+        Outcome.ERROR, "harness", Stage.LOAD, "harness.NotServed"), (control.outcome, control.stage, control.message)
+    assert control.message == ("the new process met a module the harness named: tcm_user_shared_reference, the name the harness "
+                               "gives a lone case file, could not be imported: ModuleNotFoundError: No module named "
+                               "'tcm_user_shared_reference'"), control.message
+    assert outcome_label(judged_cells([control])[control.cell.id]) == "harness error @load"  # not "FAILS: path broken here"
+
+
+@pytest.fixture(scope="module")
+def runner_without_cmake(run_zygote, tmp_path_factory):
+    """A runner where the C++ runtime's runner cannot be built: no CMake on its PATH, and no runner built before in its
+    cache folder."""
+    empty = tmp_path_factory.mktemp("no-cmake")
+    yield from runner_of(PLANTED_BLAME, run_zygote, env={"PATH": str(empty), "XDG_CACHE_HOME": str(empty)})
+
+
+def test_a_cpp_runner_the_harness_cannot_build_is_the_harnesss_error_in_the_control_and_every_style_never_env(run_planted,
+                                                                                                          runner_without_cmake):
+    results = [run_planted("blame_ok", style, "aoti_cpp_strict", runner=runner_without_cmake)
+               for style in ("control", "custom_op", "triton_op")]
+    for result in results:
+        where = (result.cell.id, result.outcome, result.stage, result.message)
+        assert (result.outcome, result.fault, result.stage, result.error_type) == (
+            Outcome.ERROR, "harness", Stage.CPP_BUILD, "harness.BuildFailure"), where
+        assert result.message.startswith("cmake not found: install CMake"), where
+    for cell in judged_cells(results).values():
+        assert (outcome_label(cell), cell.blamed_on, cell.fault) == ("harness error @cpp_build", None, Fault.HARNESS), cell.cell.id
+
+
+def test_a_control_torch_refuses_on_a_path_still_makes_its_rows_failing_cells_the_environments(run_cell):
+    control, raw = (run_cell("blame_graph_break", wrapping=style, row="compile_fullgraph") for style in ("control", "raw"))
+    for result in (control, raw):
+        assert (result.outcome, result.stage, result.fault) == (Outcome.FAIL, Stage.COMPILE, None), (result.cell.id, result.message)
+    cells = judged_cells([control, raw])
+    assert outcome_label(cells[raw.cell.id]) == "env (fail)" and cells[raw.cell.id].blamed_on == control.cell.id
+    assert outcome_label(cells[control.cell.id]) == "fail @compile"
 
 
 def test_a_healthy_case_beside_them_passes_every_style(run_cell):

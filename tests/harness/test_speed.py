@@ -303,7 +303,7 @@ def test_what_the_cells_share_is_built_as_the_run_starts_and_a_build_failing_the
 
     assert {cell: made for cell, made in said(runs[2]).items() if cell in cells} == said(runs[1])
     assert {cell: (outcome, stage) for cell, (outcome, stage, _) in said(runs[2]).items()} == {
-        "planted_ok-control-aoti_strict": ("fail", "aot_compile"), "planted_ok-control-aoti_cpp_strict": ("fail", "cpp_build"),
+        "planted_ok-control-aoti_strict": ("fail", "aot_compile"), "planted_ok-control-aoti_cpp_strict": ("error", "cpp_build"),
         "planted_ok-control-compile_cpp_wrapper": ("fail", "compile"), "planted_hang-raw-eager": ("timeout", "run")}
     assert runs[1]["prebuilt"] == []
     built = {p["build"]: p for p in runs[2]["prebuilt"]}
