@@ -1,5 +1,5 @@
-"""Judging cells as the charts do. The environment blamed where the control fails too, a cell's short label,
-and a style's verdict on a row (Yes, Partial, No) from the cells it counts."""
+"""Judging cells as the charts do. The environment blamed where the control fails too, the harness where the control
+is its error, a cell's short label, and a style's verdict on a row (Yes, Partial, No) from the cells it counts."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import dataclasses
 import enum
 
 from harness.model import known_issues
+from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.outcome import CellResult, Fault, InGraph, Outcome, Stage
 from harness.model.results import Results
@@ -26,24 +27,55 @@ def blame_environment(cells: list[CellResult]) -> list[CellResult]:
     by_cell = {c.cell: c for c in cells}
 
     def blamed_on(cell: CellResult) -> str | None:
-        if cell.wrapping is Wrapping.CONTROL or cell.outcome not in FAILED:
-            return None
-        control = by_cell.get(cell.cell.control())
-        if control is None or control.outcome not in FAILED:
-            return None
-        if STAGE_ORDER.index(cell.stage or Stage.RUN) >= STAGE_ORDER.index(control.stage or Stage.SETUP):
-            return control.cell.id
-        return None
+        control = _failed_no_later(cell, by_cell)
+        return control.cell.id if control is not None and control.outcome in FAILED else None
 
     return [c if c.blamed_on == (blame := blamed_on(c)) else dataclasses.replace(c, blamed_on=blame) for c in cells]
 
 
+def blame_harness(cells: list[CellResult]) -> list[CellResult]:
+    """The cells, each failing one whose control is the harness's error made the harness's error too (the given ones
+    are not changed). The cells are those blame_environment would blame had the control failed there: same case, same
+    row, failing at the control's stage or a later one. The control was not measured past its stage, so whether the path
+    works here from there on is unknown: such a cell's failure is neither the style's finding nor the environment's.
+    Its message names the control and what broke; its detail keeps its own failure."""
+    by_cell = {c.cell: c for c in cells}
+
+    def judged(cell: CellResult) -> CellResult:
+        control = _failed_no_later(cell, by_cell)
+        if control is None or control.outcome is not Outcome.ERROR or (control.fault or Fault.HARNESS) is not Fault.HARNESS:
+            return cell
+        stage = control.stage.value if control.stage else "?"
+        message = (f"the control {control.cell.id} failed by the harness's own fault at {stage}, so this cell's failure there "
+                   f"or later is not measured: {control.error_type or 'error'}: {control.message or ''}")
+        own = (f"This cell's own failure: {cell.outcome.value} @{cell.stage.value if cell.stage else '?'}: "
+               f"{cell.error_type or ''}{': ' if cell.error_type else ''}{cell.detail or cell.message or ''}")
+        return dataclasses.replace(cell, outcome=Outcome.ERROR, fault=Fault.HARNESS, message=message,
+                                   detail=f"{message}\n\n{own}"[:4000], blamed_on=None)
+
+    return [judged(c) for c in cells]
+
+
+def _failed_no_later(cell: CellResult, by_cell: dict[Cell, CellResult]) -> CellResult | None:
+    """The control of a failing style cell where the control did not pass, at the cell's stage or an earlier one (it
+    failed, or broke as an error); else None (a passing cell, a control, a control that passed or did not run)."""
+    if cell.wrapping is Wrapping.CONTROL or cell.outcome not in FAILED:
+        return None
+    control = by_cell.get(cell.cell.control())
+    if control is None or control.outcome not in (*FAILED, Outcome.ERROR):
+        return None
+    if STAGE_ORDER.index(cell.stage or Stage.RUN) >= STAGE_ORDER.index(control.stage or Stage.SETUP):
+        return control
+    return None
+
+
 def judged(results: Results) -> Results:
-    """A copy of the results with the environment's failures blamed on it and every other failure matched to its
-    known issue, with the entries this harness holds (harness.model.known_issues): what the reports show."""
+    """A copy of the results with the failures under a control that is the harness's error made the harness's error,
+    the environment's failures blamed on it, and every other failure matched to its known issue, with the entries this
+    harness holds (harness.model.known_issues): what the reports show."""
     interpreter = results.fingerprint.interpreter
     cells = []
-    for cell in blame_environment(results.cells):
+    for cell in blame_environment(blame_harness(results.cells)):
         entry = known_issues.match(cell, interpreter)
         key = entry.key if entry else None
         cells.append(cell if cell.known_issue == key else dataclasses.replace(cell, known_issue=key))

@@ -255,7 +255,9 @@ def support_chart(results: Results, picture_drawn: bool = False) -> str:
         "Each entry counts the cases whose cell passed: **Yes** all, **No** none, **Partial** some; **n/a**: no cell of "
         "that row and column ran (the row does not apply to the style, or every cell was skipped: MATRIX.md says why). "
         "Cells where the case's plain PyTorch control also fails on that path are the environment's fault "
-        "and are counted apart (`env`); `skipped` cells are left out. The control column says whether the "
+        "and are counted apart (`env`); where the control is the harness's error instead (the harness's own means "
+        "broke, as a module it named or the C++ runner it builds), the cells failing there are the harness's errors, "
+        "counted apart too, never `env`; `skipped` cells are left out. The control column says whether the "
         "path itself works here. *passes, degraded*: cells that passed but lost something silently (a float scalar "
         "compiled as fp64, a tensor the mutation analysis marks written that the kernel does not write or the reverse, "
         "CUDA graphs skipped), said in MATRIX.md. Every entry links to its row of [MATRIX.md](MATRIX.md), which shows each "
@@ -390,10 +392,15 @@ def _control_entry(control: list[CellResult]) -> str:
     if not control:
         return "n/a"
     failed = [c for c in control if c.outcome in FAILED]
+    # A control that is an error says nothing of the path: counted apart, never as passing (a harness error's row
+    # has its styles' failures there made the harness's too, harness.model.judging.blame_harness)
+    errors = [c for c in control if c.outcome is Outcome.ERROR]
+    apart = f"; {', '.join(sorted({outcome_label(c) for c in errors}))} ({len(errors)})" if errors else ""
+    measured = len(control) - len(errors)
     if not failed:
-        return f"passes ({len(control)}/{len(control)})"
+        return (f"passes ({measured}/{measured})" if measured else "n/a") + apart
     how = sorted({outcome_label(c) for c in failed})
-    return f"**FAILS ({len(failed)}/{len(control)}): path broken here**: {', '.join(how)}"
+    return f"**FAILS ({len(failed)}/{measured}): path broken here**: {', '.join(how)}{apart}"
 
 
 def _support_entry(cells: list[CellResult], row: Row) -> str:
@@ -460,7 +467,8 @@ def matrix(results: Results) -> str:
     out.append(
         "Outcomes: `pass`; `WRONG` (ran, numbers differ from the reference); `fail @stage` (an exception); "
         "`CRASH` (the process died on a signal); `timeout @stage`; `skipped`; `env` (the control fails on "
-        "this path too); `error` (the case or harness broke). Stages: setup, wrap, compile, export, "
+        "this path too); `error` (the case or harness broke; a cell failing where its control is the harness's error "
+        "is the harness's error too, never `env`). Stages: setup, wrap, compile, export, "
         "aot_compile, aot_load, run. *Why*: the known upstream issue or documented limit a failing cell matches "
         f"(link, status, workaround; SUPPORT.md groups them), or *no known issue*. {why.REPRO_HINT}."
     )

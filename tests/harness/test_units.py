@@ -19,9 +19,9 @@ from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.errors import Mismatch, ResultsError
 from harness.model.fingerprint import Fingerprint, GitCommit, Gpu
-from harness.model.judging import blame_environment
+from harness.model.judging import blame_environment, judged, outcome_label
 from harness.model.messages import CellRequest, Event, EventKind
-from harness.model.outcome import CellResult, InGraph, Outcome, Stage
+from harness.model.outcome import CellResult, Fault, InGraph, Outcome, Stage
 from harness.model.results import VERSION, Results, dumps, load, merge, save
 from harness.model.rows import Row
 from harness.model.settings import PROFILES, Settings
@@ -185,13 +185,54 @@ def test_environment_blame_needs_the_control_to_fail_no_later_than_the_cell():
     assert "**FAILS (1/1): path broken here**: CRASH @aot_load" in chart
     assert "n/a: environment; 1 env: control fails too" in chart
 
-    # A C++ runner that cannot be built fails every cell of its rows first, the control's too.
-    cpp = [
-        _result("add-control-aoti_cpp_strict", Outcome.FAIL, Stage.CPP_BUILD),
-        _result("add-custom_op-aoti_cpp_strict", Outcome.FAIL, Stage.CPP_BUILD),
-        _result("add-triton_op-aoti_cpp_strict", Outcome.FAIL, Stage.WRAP),
+
+
+def _harness_error(cell_id, stage, error_type, message):
+    return CellResult(Cell.parse(cell_id), Outcome.ERROR, stage=stage, fault=Fault.HARNESS, error_type=error_type, message=message)
+
+
+def test_a_control_that_is_the_harnesss_error_makes_the_cells_failing_at_its_stage_or_later_the_harnesss_errors_never_env():
+    named = "the new process met a module the harness named: tcm_user_a, the name the harness gives a lone case file, ..."
+    cells = [
+        _harness_error("add-control-precompile_fresh", Stage.LOAD, "harness.NotServed", named),
+        CellResult(Cell.parse("add-custom_op-precompile_fresh"), Outcome.FAIL, stage=Stage.LOAD, error_type="harness.SavedRunFailed",
+                   message="ModuleNotFoundError: No module named 'tcm_user_a'"),
+        CellResult(Cell.parse("add-triton_op-precompile_fresh"), Outcome.CRASH, stage=Stage.RUN, signal="SIGSEGV"),
+        _result("add-raw-precompile_fresh", Outcome.FAIL, Stage.COMPILE),  # failed before the control's stage: its own
+        _result("add-shipped-precompile_fresh"),
+        # A C++ runner that cannot be built is the harness's error in every cell of its rows, the control's too.
+        _harness_error("add-control-aoti_cpp_strict", Stage.CPP_BUILD, "harness.BuildFailure", "cmake not found"),
+        _result("add-custom_op-aoti_cpp_strict", Outcome.FAIL, Stage.AOT_LOAD),
+        _result("add-triton_op-aoti_cpp_strict", Outcome.FAIL, Stage.WRAP),  # wrapping fails before the build
+        # the environment's: the control fails on the path itself
+        _result("add-control-aoti_strict", Outcome.FAIL, Stage.AOT_COMPILE),
+        _result("add-custom_op-aoti_strict", Outcome.FAIL, Stage.AOT_COMPILE),
+        # the case's own error is no finding about the harness or the path: the styles keep theirs
+        CellResult(Cell.parse("add-control-export_strict"), Outcome.ERROR, stage=Stage.REFERENCE, fault=Fault.CASE, message="planted"),
+        _result("add-custom_op-export_strict", Outcome.FAIL, Stage.RUN),
     ]
-    assert [c.blamed_on for c in blame_environment(cpp)] == [None, "add-control-aoti_cpp_strict", None]  # wrapping fails before the build
+    judged_cells = {c.cell.id: c for c in judged(Results(fingerprint=FINGERPRINT, cells=cells)).cells}
+    labels = {cell: outcome_label(c) for cell, c in judged_cells.items()}
+    assert labels == {
+        "add-control-precompile_fresh": "harness error @load", "add-custom_op-precompile_fresh": "harness error @load",
+        "add-triton_op-precompile_fresh": "harness error @run", "add-raw-precompile_fresh": "fail @compile",
+        "add-shipped-precompile_fresh": "pass",
+        "add-control-aoti_cpp_strict": "harness error @cpp_build", "add-custom_op-aoti_cpp_strict": "harness error @aot_load",
+        "add-triton_op-aoti_cpp_strict": "fail @wrap",
+        "add-control-aoti_strict": "fail @aot_compile", "add-custom_op-aoti_strict": "env (fail)",
+        "add-control-export_strict": "case error @reference", "add-custom_op-export_strict": "fail @run",
+    }
+    made = judged_cells["add-custom_op-precompile_fresh"]
+    assert (made.fault, made.blamed_on, made.error_type) == (Fault.HARNESS, None, "harness.SavedRunFailed")
+    assert made.message == ("the control add-control-precompile_fresh failed by the harness's own fault at load, so this cell's "
+                            f"failure there or later is not measured: harness.NotServed: {named}")
+    assert made.detail.endswith("This cell's own failure: fail @load: harness.SavedRunFailed: ModuleNotFoundError: No module "
+                                "named 'tcm_user_a'"), made.detail
+    again = judged(Results(fingerprint=FINGERPRINT, cells=list(judged_cells.values()))).cells
+    assert again == list(judged_cells.values())  # judging what was judged (a results file's cells) changes nothing
+    chart = support_chart(Results(fingerprint=FINGERPRINT, cells=cells))
+    assert "n/a; harness error @load (1)" in chart  # the control is no pass, nor a path broken here
+    assert "n/a; 1 harness error" in chart and "env: control fails too" in chart
 
 
 def test_support_chart_counts_yes_no_partial():

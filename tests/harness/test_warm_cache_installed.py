@@ -20,7 +20,7 @@ from harness.execution.execute import Execution
 from harness.execution.warm_cache import edit_request, edited_sources, marker
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
-from harness.model.judging import blame_environment, outcome_label
+from harness.model.judging import blame_environment, blame_harness, outcome_label
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.rows import Row
 from harness.model.settings import DEFAULT_PROFILE, PROFILES, Settings
@@ -196,9 +196,10 @@ def test_a_new_process_that_cannot_find_the_case_is_the_harnesss_error_not_the_c
 def test_a_control_that_is_the_harnesss_error_makes_no_style_on_its_row_read_env(case_not_found):
     control = case_not_found
     style = CellResult(Cell(control.case, Wrapping.RAW, control.row), Outcome.FAIL, stage=Stage.RUN, message="compiled, then failed")
-    judged = {c.cell.id: c for c in blame_environment([control, style])}
+    judged = {c.cell.id: c for c in blame_environment(blame_harness([control, style]))}
     assert judged[style.cell.id].blamed_on is None
-    assert outcome_label(judged[style.cell.id]) == "fail @run"
+    assert outcome_label(judged[style.cell.id]) == "harness error @run"  # the control was not measured past wrap
+    assert judged[style.cell.id].message.startswith(f"the control {control.cell.id} failed by the harness's own fault at wrap")
     # Where the control fails on the path itself, the same failure is the environment's: the blame is still made.
     failing = dataclasses.replace(control, outcome=Outcome.FAIL, fault=None)
     rejudged = {c.cell.id: c for c in blame_environment([failing, style])}
