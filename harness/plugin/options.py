@@ -61,10 +61,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "each running every Nth config once; what the slices' cells find is thrown away), while its cells that "
                          "launch the kernels wait, at most two minutes; auto: where kernels are compiled (a GPU, not Triton's "
                          "interpreter) and cells run side by side (-n 2 or more)")
-    group.addoption("--confirm", default=None, choices=("sample", "failing", "all", "none"),
+    group.addoption("--confirm", default=None, choices=("sample", "tenth", "failing", "all", "none"),
                     help="which cells run again alone, each in a new process with empty compile caches, to prove that sharing "
-                         "processes changed no outcome: sample (the default), every cell that did not pass and one passing cell "
-                         "in ten; failing, only those that did not pass; all; none. A cell that differs alone is charted as it "
+                         "processes changed no outcome: sample (the default with a GPU), every cell that did not pass and one "
+                         "passing cell in ten; tenth (the default on Triton's CPU interpreter), one cell in ten whatever its "
+                         "outcome; failing, every cell that did not pass; all; none. A cell that differs alone is charted as it "
                          "ran alone, and every cell of its case then runs alone")
     group.addoption("--perf", action="store_true",
                     help="time each passing cell's artifact on the case's benchmark input (triton.testing.do_bench); "

@@ -66,7 +66,7 @@ def test_a_cell_that_differs_alone_is_charted_as_it_runs_alone_and_every_cell_of
     assert worn and all("differs from the reference" in c["message"] for c in worn), proc.stdout[-3000:]
     assert "what a cell's code left in its process could reach the next" in (reports / "MATRIX.md").read_text()
 
-    proc, results, reports = run_matrix(tmp_path / "confirmed", selection, workers=0, extra=["--cells-per-process=0"])
+    proc, results, reports = run_matrix(tmp_path / "confirmed", selection, workers=0, extra=["--cells-per-process=0", "--confirm=sample"])
     cells = outcomes(results)
     assert len(cells) == 5 and {c["outcome"] for c in cells.values()} == {"pass"}, proc.stdout[-3000:]  # each as it runs alone
     differed = [c for c in cells.values() if c["confirmation"]["agreed"] is False]
@@ -90,7 +90,7 @@ def test_a_launcher_that_passes_only_in_a_warm_process_is_caught_by_the_sample_a
     from harness.plugin.confirmation import sampled
 
     selection = "planted_warmed_up and eager and not train"
-    proc, results, reports = run_matrix(tmp_path, selection, workers=0, extra=["--cells-per-process=0"])
+    proc, results, reports = run_matrix(tmp_path, selection, workers=0, extra=["--cells-per-process=0", "--confirm=sample"])
     cells = outcomes(results)
     assert len(cells) == 5, proc.stdout[-3000:]
     caught = [c for c in cells.values() if c.get("confirmation", {}).get("why") == "sampled"]

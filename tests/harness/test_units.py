@@ -1014,3 +1014,12 @@ def test_a_confirmed_cell_keeps_its_shared_result_where_alone_agrees_and_is_char
     chart = support_chart(read)
     assert "2 cells" not in chart and "1 cells (1 did not pass); **0 agreed, 1 differed**" in chart
     assert "case `add` depends on what ran before it in its process" in chart
+
+
+def test_the_interpreters_default_confirms_one_cell_in_ten_whatever_its_outcome():
+    from harness.plugin.confirmation import sampled, why_confirmed
+
+    cells = [Cell(f"case{n}", Wrapping.RAW, Row.EAGER) for n in range(200)]
+    for outcome in (Outcome.PASS, Outcome.FAIL):
+        chosen = [c for c in cells if why_confirmed("tenth", CellResult(c, outcome, stage=Stage.RUN)) is not None]
+        assert chosen == [c for c in cells if sampled(c)] and 0 < len(chosen) < 40
