@@ -124,7 +124,8 @@ class Alone:
     def __init__(self, config: pytest.Config, name: str, workers: int):
         self.config, self.name = config, name
         self.workdir = tempfile.mkdtemp(prefix=f"tcm-alone-{name}-")
-        env = runner_env(self.workdir, name, None, workers=workers, perf=config.getoption("perf"), profile_dir=config.getoption("profile_dir"))
+        # Not profiled (--profile-dir): where the run's time went is its cells', and a run alone is the confirmation's.
+        env = runner_env(self.workdir, name, None, workers=workers, perf=config.getoption("perf"))
         # The machine's answers the run recorded (its Inductor CPU ISA probe: 26 s on the GPU runner), not a compile's.
         env[RECORDS_ENV] = os.path.join(run_caches(config), INDUCTOR_CACHE)
         self.runner = Runner(case_specs(config), self.workdir, env=env, cells_per_process=1, zygote=run_zygote(config),

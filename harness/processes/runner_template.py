@@ -140,7 +140,7 @@ def _record_the_dtype_probe(runners: socket.socket) -> None:
         runners.close()
         if os.fork() == 0:
             signal.alarm(PROBE_TIMEOUT_S)  # its default action ends the process, and its lock with it
-            from harness.environment import machine, probe
+            from harness.environment import probe
 
             probe.broken_dtypes(machine.cells_device(), record_dir)
     except BaseException:  # noqa: BLE001 - a runner measures it where this one did not
