@@ -48,10 +48,11 @@ class Loaded:
     problems: list[CaseProblem]
 
 
-def _import(spec: str) -> ModuleType:
+def _import(spec: str, lone_name: str | None = None) -> ModuleType:
     """A case module, imported the way pytest imports a test module: a file's folder (for a file inside a
     package, or a package's own folder, the folder above its top package) goes first on sys.path, so the case imports the modules beside
-    it as its own tests would; a file inside a package is imported by its dotted name, so relative imports work."""
+    it as its own tests would; a file inside a package is imported by its dotted name, so relative imports work. A lone
+    file is imported under `lone_name` where given (the name another process gave it), else under a name free here."""
     if not is_file_spec(spec):
         return importlib.import_module(spec)
     path = os.path.abspath(spec)
@@ -63,11 +64,30 @@ def _import(spec: str) -> ModuleType:
         if os.path.isdir(path) and not os.path.exists(os.path.join(path, "__init__.py")):
             raise FileNotFoundError(f"{path} is a folder without __init__.py: give a package's folder, or its .py files")
         return importlib.import_module(name)
-    # A lone file keeps a name of its own, so that a case file named like another module (cases.py, copy.py)
-    # shadows nothing.
-    name = LONE_FILE + name
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == path:
-        return sys.modules[name]
+    return _imported_lone(path) or _import_lone(path, lone_name or _free_name(LONE_FILE + name))
+
+
+def _imported_lone(path: str) -> ModuleType | None:
+    """The lone case file at `path` as this process imported it (_import_lone), under whatever name it was given."""
+    return next((m for m in list(sys.modules.values()) if isinstance(m, ModuleType) and lone_file(m) == path), None)
+
+
+def _free_name(name: str) -> str:
+    """`name`, or where another module holds it (a lone file of the same name in another folder: two kernels.py),
+    `name_2`, `name_3`... Dynamo and pickle find a function's module by its name in sys.modules: a second file under
+    the first one's name would replace it there, and the first file's compiled code would read the second's globals.
+    Every process of a run loads the --cases in the same order, so each file gets the same name in each; a process
+    that loads one file alone (a cell's new process) is told its name (Location.imported_as)."""
+    taken, n = name, 1
+    while taken in sys.modules:
+        n += 1
+        taken = f"{name}_{n}"
+    return taken
+
+
+def _import_lone(path: str, name: str) -> ModuleType:
+    """A lone case file imported under `name`, a name of its own, so that a case file named like another module
+    (cases.py, copy.py) shadows nothing."""
     module_spec = importlib.util.spec_from_file_location(name, path)
     assert module_spec and module_spec.loader
     module = importlib.util.module_from_spec(module_spec)
@@ -92,11 +112,13 @@ def resolved(spec: str) -> str:
 
 def module_of(label: str) -> ModuleType | None:
     """The imported module a case's `module` label names (cases_of labels a case with where `load` found it: a module's
-    name, or the file --cases named), or None where none is imported."""
+    name, or the file --cases named), as `_import` imported it, or None where none is. A file is found by its path:
+    a lone file under the name of its own it was given, not another module its folder's siblings import it as."""
     if not is_file_spec(label):
         return sys.modules.get(label)
     path = os.path.abspath(label)
-    return next((m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == path), None)
+    name, _ = _dotted_name(path)
+    return sys.modules.get(name) if "." in name else _imported_lone(path)
 
 
 def lone_file(module: ModuleType) -> str | None:
@@ -223,11 +245,14 @@ def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
 @dataclass(frozen=True)
 class Location:
     """Where a new process finds a case: its module as `load` takes it (a module's name, or a case file's path made
-    absolute), the case's file, and the folder its package imports from (for a module given by name)."""
+    absolute), the case's file, the folder its package imports from (for a module given by name), and the name the
+    cell's process imported it under: what the cell compiled and saved names its module so, and the new process
+    must import the same file under the same name (a lone file's, tcm_user_kernels_2 where two files share a stem)."""
 
     module: str
     file: str | None
     root: str | None
+    imported_as: str | None = None
 
 
 def location(case: Case) -> Location:
@@ -238,7 +263,9 @@ def location(case: Case) -> Location:
                         "load the case with harness.authoring.registry, which sets it")
     module = os.path.abspath(label) if is_file_spec(label) else label
     file = module if is_file_spec(label) else getattr(sys.modules.get(label), "__file__", None)
-    return Location(module, file, import_root(file) if file and not is_file_spec(label) else None)
+    imported = module_of(label)
+    return Location(module, file, import_root(file) if file and not is_file_spec(label) else None,
+                    imported.__name__ if imported is not None else None)
 
 
 def found(where: Location, name: str) -> Case:
@@ -246,6 +273,9 @@ def found(where: Location, name: str) -> Case:
     path only where the path does not find the package); CaseError saying why where it is not there."""
     if where.root and importlib.util.find_spec(where.module.partition(".")[0]) is None:
         importable(where.root)
+    if where.imported_as and where.imported_as.startswith(LONE_FILE):
+        with contextlib.suppress(Exception):  # what its import raises, `load` raises again and reports
+            _import(where.module, where.imported_as)  # `load` then finds it by its path
     loaded = load([where.module])
     case = loaded.cases.get(name)
     if case is None:

@@ -60,7 +60,7 @@ class SavedRunFailed(HarnessError):
 @dataclasses.dataclass(frozen=True)
 class Request:
     """One request to the new process, a JSON file: the case (its name, its module as the registry loads it, the folder
-    its package imports from) and style; the saved file and the task; with `inputs` (a file torch.save wrote), the call
+    its package imports from, the name the cell's process imported it under: registry.Location) and style; the saved file and the task; with `inputs` (a file torch.save wrote), the call
     to make on `device`, its outputs written to `outputs`. The answer goes to `answer`."""
 
     case: str
@@ -74,6 +74,7 @@ class Request:
     inputs: str | None = None
     outputs: str | None = None
     device: str | None = None
+    imported_as: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -102,8 +103,8 @@ class SavedInNewProcess:
             where = registry.location(case)
         except CaseError as exc:
             raise HarnessFault(Stage.WRAP, NotServed(str(exc))) from exc
-        self.base = dict(case=case.name, case_module=where.module, root=where.root, wrapping=wrapping, task=task, saved=saved,
-                         options=dict(options or {}))
+        self.base = dict(case=case.name, case_module=where.module, root=where.root, imported_as=where.imported_as, wrapping=wrapping,
+                         task=task, saved=saved, options=dict(options or {}))
         self.task, self.workdir, self.processes = task, workdir, processes
         self.calls = 0
         self.degradations: list[str] = []
@@ -169,7 +170,7 @@ class SavedInNewProcess:
 def _style(request: Request) -> tuple[Case, Any]:
     """The case, found as the registry finds it, and its style built: NotServed where either cannot be done."""
     try:
-        case = registry.found(registry.Location(request.case_module, None, request.root), request.case)
+        case = registry.found(registry.Location(request.case_module, None, request.root, request.imported_as), request.case)
         return case, wrappings.build(case, Wrapping(request.wrapping))
     except Exception as exc:  # noqa: BLE001 - the cell's own process did both: whatever is raised is the harness's
         raise NotServed(f"the {request.wrapping} style of case {request.case} cannot be built in the new process: {described(exc)}") from exc

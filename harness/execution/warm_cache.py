@@ -211,6 +211,7 @@ class Edit:
     wrapping: str
     sources: dict[str, dict[str, Any]]
     root: str | None = None  # the folder the case's module imports from by its dotted name (a package of cases given as a folder)
+    imported_as: str | None = None  # the name the cell's process imported the case's module under (registry.Location)
 
     def key(self) -> str:
         """The same edit, the same key: the new process loads each once."""
@@ -221,7 +222,7 @@ class Edit:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Edit:
-        return cls(data["case"], data["case_module"], data["wrapping"], data["sources"], data.get("root"))
+        return cls(data["case"], data["case_module"], data["wrapping"], data["sources"], data.get("root"), data.get("imported_as"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +253,7 @@ def edit_request(case: Case, wrapping: str) -> Edit:
         where = registry.location(case)
     except CaseError as exc:
         raise EditNotLoaded(str(exc)) from exc
-    return Edit(case.name, where.module, wrapping, edited_sources(case.kernels, where.file), where.root)
+    return Edit(case.name, where.module, wrapping, edited_sources(case.kernels, where.file), where.root, where.imported_as)
 
 
 class NewProcess(HelperProcess):
@@ -382,7 +383,7 @@ def load_edited_case(edit: Edit) -> Case:
         if source["whole_file"]:
             _run_again(path, source)
     try:  # the module run again above is found as it stands
-        case = registry.found(registry.Location(edit.case_module, None, edit.root), edit.case)
+        case = registry.found(registry.Location(edit.case_module, None, edit.root, edit.imported_as), edit.case)
     except CaseError as exc:
         raise EditNotLoaded(str(exc)) from exc
     unedited = [kernel_name(k) for k in case.kernels if not _is_edited(k)]
