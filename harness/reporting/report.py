@@ -45,7 +45,7 @@ def _environment_lines(results: Results) -> list[str]:
         f"{fp.time}, {fp.workers} workers"
         f"{f' (CPU threads per runner: {t})' if (t := fp.runner_threads) else ''}, wall time {results.wall_time_s or 0:.0f} s",
         f"- command: `{_shortened(str(fp.command))}`; compile caches: {fp.caches or 'fresh'}",
-        f"- {_processes(fp.cells_per_process)}",
+        f"- {_processes(fp.cells_per_process, fp.confirm)}",
         *_confirmation_lines(results),
     ]
     if fp.autotune_timing:  # recorded since the timing budget; runs before it timed in full
@@ -83,14 +83,16 @@ def _shortened(command: str) -> str:
     return f"{command[:COMMAND_SHOWN]} ... ({len(command)} characters in all, in results.json)"
 
 
-def _processes(cells_per_process: int | None) -> str:
+def _processes(cells_per_process: int | None, confirm: str | None) -> str:
     """How cells shared runner processes: only in a process of its own is a cell's outcome its program's in a new
-    interpreter, with nothing an earlier cell's code left in the process (a library's kernel cache, say)."""
+    interpreter, with nothing an earlier cell's code left in the process (a library's kernel cache, say); a run that
+    confirms cells alone (`confirm`, harness.plugin.confirmation) says whether sharing changed any."""
     if cells_per_process == 1:
         return "runner processes: a fresh one for every cell"
     shared = f"up to {cells_per_process} cells" if cells_per_process else "all of a worker's cells (but after a fault)"
-    return (f"runner processes: {shared} shared one, so what a cell's code left in its process could reach the next; the cells "
-            "confirmed alone (below) say whether it changed any outcome (--cells-per-process=1: each cell in a new process)")
+    checked = ("; the cells confirmed alone (below) say whether it changed any outcome (--cells-per-process=1: each cell in a new "
+               "process)" if confirm else " (run with --cells-per-process=1 for a chart of cells each in a new process)")
+    return f"runner processes: {shared} shared one, so what a cell's code left in its process could reach the next{checked}"
 
 
 # What each --confirm runs again alone (harness.plugin.confirmation).
