@@ -439,10 +439,12 @@ def _build(case: Case, wrapping: Wrapping, cpu_fallback: bool) -> Callable[..., 
                        all_results=True, reference=case.reference)
 
     if wrapping is Wrapping.RAW:
-        # A plain function that launches the kernel: the shape users write already; one that takes its outputs
-        # where the launcher returns more.
+        # A plain function that launches the kernel: a globals launcher is the shape users write already. Any other is
+        # called from a module-level function of the case's named inputs, as a user calls it: a `k` launcher's plain_call
+        # is a closure over the kernels' namespace, and aot_compile saves a compiled function's closure with it
+        # (pickle refuses the JITFunction's RLock) where a module-level function's globals are the loading process's.
         launcher = plain_call(case.launch, case.kernels)
-        if not case.returns:
+        if launcher is case.launch and not case.returns:
             return launcher
         return _caller(f"{case.name}_{wrapping.value}", case, "launcher", f"{case.name} calling its launcher",
                        all_results=True, launcher=launcher)
