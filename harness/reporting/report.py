@@ -117,8 +117,9 @@ def _confirmation_lines(results: Results) -> list[str]:
     agreed = sum(1 for c in confirmed if c.confirmation and c.confirmation.agreed is True)
     differed = sorted((c for c in confirmed if c.confirmation and c.confirmation.agreed is False), key=lambda c: c.cell.id)
     parts = ", ".join(f"{n} {why.value}" for why, n in sorted(count.items(), key=lambda item: item[0].value))
-    lines = [f"- confirmed alone (`--confirm={policy or '?'}`: {CONFIRMING.get(policy or '', 'as recorded')}, each run again in a new "
-             f"runner process with empty compile caches): {len(confirmed)} cells{f' ({parts})' if parts else ''}; "
+    chosen = f"`--confirm={policy}`: {CONFIRMING.get(policy, policy)}" if policy else "by the re-runs that confirmed cells"
+    lines = [f"- confirmed alone ({chosen}, each run again in a new runner process with empty compile caches): "
+             f"{len(confirmed)} cells{f' ({parts})' if parts else ''}; "
              f"**{agreed} agreed, {len(differed)} differed**"]
     by_case: dict[str, list[CellResult]] = defaultdict(list)
     for cell in differed:
