@@ -31,8 +31,8 @@ MEASURED: dict[tuple[str, str], dict[str, float]] = {
         'aoti_cpp_nonstrict': 10.08, 'aoti_cpp_strict': 36.86, 'aoti_fresh_nonstrict': 6.44, 'aoti_nonstrict': 4.75, 'aoti_strict':
         11.35, 'cache_artifacts_fresh': 17.88, 'compile_cpp_wrapper': 15.07, 'compile_cudagraphs': 5.07, 'compile_default': 4.24,
         'compile_dynamic': 3.87, 'compile_fullgraph': 3.86, 'compile_inference_mode': 4.76, 'compile_max_autotune': 7.12,
-        'compile_no_recompile': 3.21, 'compile_unbacked': 3.75, 'cpu_fallback': 0.37, 'eager': 0.51, 'export_load_fresh': 9.27,
-        'export_nonstrict': 0.73, 'export_strict': 1.24, 'flop_counter': 0.05, 'opcheck': 0.38, 'precompile_fresh': 13.52,
+        'compile_no_recompile': 3.21, 'compile_unbacked': 3.75, 'cpu_fallback': 0.37, 'eager': 0.54, 'export_load_fresh': 9.27,
+        'export_nonstrict': 0.73, 'export_strict': 1.24, 'flop_counter': 0.05, 'opcheck': 0.38, 'precompile_fresh': 14.64,
         'tensor_subclass': 0.62, 'train_compile_default': 3.75, 'train_compile_fullgraph': 4.16, 'train_eager': 0.41,
         'warm_cache_edit': 15.02,
     },
