@@ -33,8 +33,9 @@ CONDITIONS = (
     Condition("the runner is the main program", ("__main__", "argv0", "session_leader", "stdin.isatty", "stdout.isatty"),
               "`__main__` is harness.execution.runner_main; stdin is the pipe its worker sends cells on, stdout and stderr its log; it "
               "leads a session of its own",
-              "a worker's cells are sent to it one at a time (each to a process of its own unless --cells-per-process says "
-              "otherwise, and the chart then says so), and a timeout kills its whole process group, compile workers included"),
+              "a worker's cells are sent to it one at a time (sharing it until a fault unless --cells-per-process says "
+              "otherwise, each that did not pass run again alone in a process of its own, and the chart says so), and a "
+              "timeout kills its whole process group, compile workers included"),
     Condition("a thread watches the worker", ("threads",),
               "one thread more than the program's own",
               "it ends the runner when the pytest worker that asked for it dies, so a kernel spinning on the GPU does not "
@@ -63,9 +64,9 @@ CONDITIONS = (
               "(warm caches, a served package) import them as it does"),
     Condition("the harness's own variables", ("environ:TCM_*",),
               "TCM_* variables: the run's zygote, the worker that asked, the cell's name for the profiler, the autotune "
-              "timing",
-              "the runner and the processes a cell starts reach the run's zygote and profiler through them; no library "
-              "reads them"),
+              "timing, and for a cell run alone the folder of the run's records of the machine's answers",
+              "the runner and the processes a cell starts reach the run's zygote, profiler and records through them; no "
+              "library reads them"),
     Condition("many examples in one process", ("dynamo_config:recompile_limit", "dynamo_config:fail_on_recompile_limit_hit"),
               "Dynamo's recompile_limit is 64, and hitting it fails instead of falling back to eager (a reproducer that "
               "replays the cell's inputs sets the same)",
