@@ -122,16 +122,15 @@ class MatrixWorker:
         settings = Settings(profile=PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
                             packages=run_packages(config), caches=run_caches(config))
         timeout = timeout_for(cell.row, parse_timeouts(config.getoption("cell_timeout")))
-        alone = self.alone
         if confirmation.runs_alone(alone_folder(config), cell):  # another cell of its case differed alone
-            result = confirmation.ran_alone(alone.run(cell, timeout, self._deferred))
+            result = confirmation.ran_alone(self.alone.run(cell, timeout, self._deferred))
         else:
             with self._deferred(self.runner.interrupt):
                 result = self.runner.run(cell, settings, timeout)
             result.worker = self.name
             why = confirmation.why_confirmed(confirmation.policy(config), result)
             if why is not None:  # at once, while this worker is free: the cell again, alone
-                result = confirmation.settled(result, alone.run(cell, timeout, self._deferred), why)
+                result = confirmation.settled(result, self.alone.run(cell, timeout, self._deferred), why)
                 if result.confirmation and result.confirmation.agreed is False:
                     confirmation.mark_alone(alone_folder(config), cell)
         attach(item, result)
