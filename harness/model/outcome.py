@@ -194,15 +194,21 @@ class Confirmation:
     shared: Attempt | None = None
     agreed: bool | None = None  # None where there is nothing to agree with (`shared` None)
     seconds: float = 0.0  # what running it again alone added to the run: its wall time alone (0 where it only ran alone)
+    # Where those seconds went (SPENT_ON): waiting for its runner process, compiling, running the examples; what is
+    # left of `seconds` went to the rest of the cell (its setup, its checks in plain eager) and to the runner's protocol.
+    spent: dict[str, float] = field(default_factory=dict)
+
+    SPENT_ON = ("process_start", "compile", "run")
 
     def to_json(self) -> dict[str, Any]:
         return {"why": self.why.value, "agreed": self.agreed, "alone": self.alone.to_json(),
-                "shared": self.shared.to_json() if self.shared else None, "seconds": round(self.seconds, 3)}
+                "shared": self.shared.to_json() if self.shared else None, "seconds": round(self.seconds, 3),
+                **({"spent": {k: round(v, 3) for k, v in self.spent.items()}} if self.spent else {})}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Confirmation:
         return cls(Confirmed(data["why"]), Attempt.from_json(data["alone"]), Attempt.from_json(data["shared"]) if data.get("shared") else None,
-                   data.get("agreed"), float(data.get("seconds") or 0.0))
+                   data.get("agreed"), float(data.get("seconds") or 0.0), {k: float(v) for k, v in (data.get("spent") or {}).items()})
 
 
 # Written only where set: most cells of a run are not carried over or confirmed, and files written before lack them.

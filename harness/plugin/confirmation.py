@@ -65,7 +65,8 @@ def settled(shared: CellResult, alone: CellResult, why: Confirmed) -> CellResult
     """The cell as the chart keeps it: its shared result where the run alone agrees, else its result alone. Its timings stay
     those of its run in the shared process either way (the run's figures count the run alone as the confirmation's)."""
     agreed = Attempt.of(shared).signature == Attempt.of(alone).signature
-    confirmation = Confirmation(why, Attempt.of(alone), Attempt.of(shared), agreed, alone.timings.wall)
+    spent = {part: getattr(alone.timings, part) for part in Confirmation.SPENT_ON}
+    confirmation = Confirmation(why, Attempt.of(alone), Attempt.of(shared), agreed, alone.timings.wall, spent)
     return dataclasses.replace(shared if agreed else alone, confirmation=confirmation, timings=shared.timings)
 
 

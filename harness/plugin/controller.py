@@ -33,7 +33,7 @@ from harness.model.judging import blame_environment
 from harness.model.outcome import WORKER_DIED, CellResult, Confirmed, Fault, Outcome
 from harness.model.results import Results
 from harness.model.rows import parse_timeouts, timeout_for
-from harness.model.settings import PROFILES, Settings
+from harness.model.settings import PROFILES
 from harness.plugin import carry_over, confirmation, estimate, heap
 from harness.plugin.interrupts import redelivered_after_a_collection
 from harness.plugin.options import (
@@ -138,7 +138,7 @@ class MatrixController:
         self._workers = 1  # as the first worker was told
         self._env: dict[str, str] | None = None  # the runners' environment (_runners_env)
         self._prebuilding: prebuild.Prebuilding | None = None  # the run's own builds (harness.execution.prebuild)
-        self._compiling: compile_ahead.CompilingAhead | None = None  # its autotuned cases' configs (harness.execution.compile_ahead)
+        self._compiling: list[compile_ahead.Slice] | None = None  # its autotuned cases' configs (harness.execution.compile_ahead)
         self._timeline: dict[str, float] = {"started": self.started}  # Results.timeline
         self._this_machine: Future[Fingerprint | None] | None = None  # what the machine is, read beside the first cells
         self._carried: frozenset[str] | None = None  # the cells carried over from --baseline (carried_ids)
@@ -236,22 +236,18 @@ class MatrixController:
 
     def compiling_ahead(self) -> frozenset[str]:
         """The cases whose configs the run compiles ahead (harness.execution.compile_ahead), once started."""
-        return frozenset(s.case for s in self._compiling.slices) if self._compiling is not None else frozenset()
+        return frozenset(s.case for s in self._compiling) if self._compiling else frozenset()
 
     def _compile_ahead(self) -> None:
-        """Start compiling the autotuned cases' configs in slices before their cells (harness.execution.compile_ahead),
-        where --compile-ahead says so: the run's zygote forks a runner process for each slice."""
+        """Plan the autotuned cases' configs compiled in slices before their cells (harness.execution.compile_ahead),
+        where --compile-ahead says so: each worker runs its share of them before its first cell."""
         env = self._runners_env(self._workers)
         if self._compiling is not None or not compiles_ahead(self.config, env.get("TRITON_INTERPRET") == "1", self._workers):
             return
         autotuners = {name: case.autotuners for name, case in loaded(self.config).cases.items() if case.autotune_configs}
-        slices = compile_ahead.plan(sorted(self._to_run(), key=lambda cell: cell.id), autotuners, os.cpu_count() or 1)
-        if not slices:
-            return
-        settings = Settings(profile=PROFILES[profile_name(self.config)], workdir=self.run_caches, packages=run_packages(self.config),
-                            caches=run_caches(self.config))
-        self._compiling = compile_ahead.CompilingAhead(slices, case_specs(self.config), env, settings,
-                                                       compiling_ahead_folder(self.config), self.run_zygote(self._workers))
+        self._compiling = compile_ahead.plan(sorted(self._to_run(), key=lambda cell: cell.id), autotuners, self._workers)
+        if self._compiling:
+            compile_ahead.write_plan(compiling_ahead_folder(self.config), self._compiling)
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._report_lock is not None:
@@ -260,8 +256,6 @@ class MatrixController:
             signal.signal(signal.SIGTERM, self._sigterm)
         if self._prebuilding is not None:
             self._prebuilding.stop()
-        if self._compiling is not None:
-            self._compiling.stop()
         if self._zygote is not None:  # a run in which no cell reported has nothing of it to wait for (it may be importing still)
             stop_zygote(*self._zygote, kill=not self.results)
         logs = config.getoption("runner_logs")
@@ -541,7 +535,7 @@ class MatrixController:
             problems=[p.to_json() for p in problems],
             interrupted=self._why_stopped(session) if missing else None,
             prebuilt=[*(self._prebuilding.results() if self._prebuilding is not None else []),
-                      *(self._compiling.results() if self._compiling is not None else [])],
+                      *(compile_ahead.said(compiling_ahead_folder(self.config)) if self._compiling else [])],
             timeline=self._timeline,
         )
         report_dir = self._final_report_dir(results.complete)

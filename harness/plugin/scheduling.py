@@ -87,9 +87,10 @@ def first_compiles(cells: Sequence[Cell | None], autotuned: Collection[str], car
     autotuner compiles every config for each new specialization of the sizes it draws (a size's divisibility
     by 16, ...) into the run's shared Triton cache; the cells that started beside it compiled them all again, each for
     itself, before any had written the cache (torchao's int8 matmul on an H200: 104-153 s a cell at the run's start,
-    10 s after). A case of `ahead` has its configs compiled by the run's slices instead: all its cells that launch its
-    kernels wait for them (COMPILED_AHEAD, which no cell ends: they stay after the cells that wait for none, and wait in
-    their worker until the slices end). The controls, which launch no kernel, and the carried cells do not wait."""
+    10 s after). A case of `ahead` has its configs compiled by the run's slices instead, each the first work of a worker:
+    all its cells that launch its kernels come after the others (COMPILED_AHEAD, which no cell ends: they stay after the
+    cells that wait for none, and no worker waits for a slice). The controls, which launch no kernel, and the carried
+    cells do not wait."""
     first: dict[str, int] = {}
     for place, cell in enumerate(cells):
         if (cell is not None and cell.case in autotuned and cell.row is Row.EAGER and cell.wrapping is not Wrapping.CONTROL

@@ -50,6 +50,7 @@ class MatrixWorker:
         self._runner: Runner | None = None
         self._alone: confirmation.Alone | None = None
         self._baseline: dict[Cell, CellResult] | None = None
+        self._sliced = False  # whether this worker has run its compile-ahead slices
         self._baseline_run = ""  # how a cell carried over from the baseline names it (carry_over.source_run)
         # Every process of the run stops on the first Ctrl-C only; an xdist worker as its controller tells it.
         # (An xdist worker is told by its config: PYTEST_XDIST_WORKER is inherited by a run a test starts.)
@@ -118,7 +119,9 @@ class MatrixWorker:
             result = carry_over.carry(self.baseline()[cell], self._baseline_run)
             attach(item, result)
             return result
-        compile_ahead.wait(compiling_ahead_folder(config), cell)  # its case's configs, compiled ahead in slices
+        if not self._sliced:  # this worker's share of the autotuned cases' configs, compiled ahead before its first cell
+            self._sliced = True
+            self._compile_ahead()
         settings = Settings(profile=PROFILES[profile_name(config)], workdir=self.runner.workdir, perf=config.getoption("perf"),
                             packages=run_packages(config), caches=run_caches(config))
         timeout = timeout_for(cell.row, parse_timeouts(config.getoption("cell_timeout")))
@@ -135,6 +138,19 @@ class MatrixWorker:
                     confirmation.mark_alone(alone_folder(config), cell)
         attach(item, result)
         return result
+
+    def _compile_ahead(self) -> None:
+        """Run the slices of the run's compile-ahead plan that fall to this worker (harness.execution.compile_ahead)."""
+        config, folder = self.config, compiling_ahead_folder(self.config)
+        index = int("".join(ch for ch in self.name if ch.isdigit()) or 0)
+        pieces = compile_ahead.mine(folder, index, self.count)
+        if not pieces:
+            return
+        env = runner_env(folder, self.name, run_caches(config), workers=self.count,
+                         perf=config.getoption("perf"))
+        settings = Settings(profile=PROFILES[profile_name(config)], workdir=folder, packages=run_packages(config), caches=run_caches(config))
+        for piece in pieces:
+            compile_ahead.run_slice(piece, case_specs(config), env, settings, folder, run_zygote(config), self.name, self._deferred)
 
     def _deferred(self, instead: Callable[[], None]) -> ContextManager[None]:
         """Ctrl-C ends the cell in flight (`instead` kills its runner), and the cell is then not reported (the run records

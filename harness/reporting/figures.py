@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 from harness.model.fingerprint import Fingerprint
 from harness.model.outcome import WAITED_FOR_PACKAGE, Memory, Outcome, Stage
@@ -51,6 +51,9 @@ class Figures:
     confirmed: int = 0  # cells run again alone (harness.plugin.confirmation)
     differed: int = 0  # of those, cells whose outcome alone was not their outcome in a shared process
     confirmation_s: float = 0.0  # the wall time of those runs alone, in the workers (in work_s too)
+    # Those seconds by why the cells ran alone (Confirmed's values), and by where they went (Confirmation.spent)
+    confirmation_why_s: dict[str, float] = field(default_factory=dict)
+    confirmation_spent_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -136,7 +139,16 @@ def figures(results: Results, wall_s: float) -> Figures:
         confirmed=len(confirmed),
         differed=sum(1 for c in confirmed if c.agreed is False),
         confirmation_s=sum(c.seconds for c in confirmed),
+        confirmation_why_s=_summed((c.why.value, c.seconds) for c in confirmed),
+        confirmation_spent_s=_summed(part for c in confirmed for part in c.spent.items()),
     )
+
+
+def _summed(pairs: Iterable[tuple[str, float]]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, seconds in pairs:
+        out[key] = out.get(key, 0.0) + seconds
+    return out
 
 
 def _timeline(results: Results, cells: list[Any]) -> dict[str, float]:
@@ -199,6 +211,11 @@ def render(f: Figures, fingerprint: Fingerprint, command: str) -> str:
         f"confirmed alone              {f.confirmed} cells, {f.differed} differed; {f.confirmation_s:.1f} s of the work, "
         f"{f.confirmation_s / max(f.wall_s * f.workers, 1e-9):.1%} of the workers' time (wall time x workers)",
     ]
+    if f.confirmation_s > 0:
+        why = "; ".join(f"{seconds:.1f} s {reason}" for reason, seconds in sorted(f.confirmation_why_s.items()))
+        spent = f.confirmation_spent_s
+        lines.append(f"  why, where it went         {why}; {spent.get('process_start', 0.0):.1f} s waiting for a runner process, "
+                     f"{spent.get('compile', 0.0):.1f} s compiling, {spent.get('run', 0.0):.1f} s running examples")
     if (built := prebuilt_text(f.prebuilt)) is not None:
         lines.append(f"built before the cells       {built} (harness.execution.prebuild; in no cell's work or CPU)")
     if (timeline := timeline_text(f.timeline)) is not None:

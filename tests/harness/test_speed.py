@@ -522,7 +522,7 @@ def test_an_autotuned_case_s_cells_are_dealt_after_the_others_while_its_first_ea
 
 
 def test_a_case_compiled_ahead_has_no_cell_dealt_first_and_all_its_cells_that_launch_kernels_after_the_others(monkeypatch):
-    """Its slices fill the run's Triton cache, and its cells wait in their worker until they end: a cell dealt first would
+    """Its slices, the first work of the workers, fill the run's Triton cache: a cell dealt first would
     keep its worker waiting while the controls and the other cases could run."""
     from types import SimpleNamespace
 
@@ -571,7 +571,7 @@ def test_in_a_run_with_workers_an_autotuned_case_s_first_eager_cell_begins_befor
     assert all(start >= first for cell, start in began.items() if "-control-" not in cell), (first, began)
 
 
-def test_an_autotuned_case_is_compiled_ahead_in_as_many_slices_as_the_cores_share_and_its_configs_allow():
+def test_an_autotuned_case_is_compiled_ahead_in_as_many_slices_as_the_workers_share_and_its_configs_allow(tmp_path):
     from types import SimpleNamespace
 
     from harness.execution import compile_ahead
@@ -579,13 +579,18 @@ def test_an_autotuned_case_is_compiled_ahead_in_as_many_slices_as_the_cores_shar
     tuned = [SimpleNamespace(configs=[1, 2, 3]), SimpleNamespace(configs=[1] * 27)]
     cells = [Cell.parse(f"{case}-{style}-{row}") for case in ("tuned", "few", "plain")
              for style in ("control", "raw", "custom_op") for row in ("compile_default", "eager", "train_eager")]
-    slices = compile_ahead.plan(cells, {"tuned": tuned, "few": tuned[:1]}, cores=16, carried={"few-raw-eager"})
+    slices = compile_ahead.plan(cells, {"tuned": tuned, "few": tuned[:1]}, workers=16, carried={"few-raw-eager"})
     assert [(s.case, s.index, s.count) for s in slices] == [("tuned", k, 8) for k in range(8)] + [("few", k, 3) for k in range(3)]
     # the first eager and train_eager cells of a style that launches the kernels, never the control's nor a carried one
     assert {s.case: [c.id for c in s.cells] for s in slices} == {"tuned": ["tuned-raw-eager", "tuned-raw-train_eager"],
                                                                   "few": ["few-raw-train_eager", "few-custom_op-eager"]}
     # a case with one cell to run has nothing to share its compiles with
-    assert compile_ahead.plan([cells[1], cells[4]], {"tuned": tuned}, cores=16) == []  # the control's and raw's eager cells
+    assert compile_ahead.plan([cells[1], cells[4]], {"tuned": tuned}, workers=16) == []  # the control's and raw's eager cells
+    # Each worker runs its share before its first cell: the n-th slice falls to worker n, modulo the workers.
+    compile_ahead.write_plan(str(tmp_path), slices)
+    assert compile_ahead.mine(str(tmp_path), 0, 16) == [slices[0]] and compile_ahead.mine(str(tmp_path), 15, 16) == []
+    assert compile_ahead.mine(str(tmp_path), 2, 4) == [slices[2], slices[6], slices[10]]
+    assert compile_ahead.mine(str(tmp_path / "no-plan"), 0, 4) == []  # a run that compiles nothing ahead
 
 
 def test_in_a_slice_each_autotuner_tries_only_every_nth_config_and_runs_each_once(monkeypatch):
@@ -655,9 +660,10 @@ CASE = Case(name="noted_copy", kernels=(noted_copy_kernel,), launch=launch, refe
 '''
 
 
-def test_compiled_ahead_each_slice_times_only_its_configs_and_the_case_s_cells_begin_after_the_slices_with_their_outcomes_unchanged(tmp_path):
+def test_compiled_ahead_each_slice_times_only_its_configs_in_a_worker_before_its_cells_with_their_outcomes_unchanged(tmp_path):
     """--compile-ahead=on (auto leaves Triton's interpreter, which compiles nothing, alone): two slices of three configs,
-    each a runner process timing every second config, before the case's cells, which each time all three."""
+    each a runner process timing every second config, each run by one of the two workers before its first cell (no worker
+    waits for the other's), and the cells, which each time all three, as they are without the slices."""
     log = tmp_path / "configs.log"
     (tmp_path / "noted.py").write_text(NOTED_CASE.format(log=str(log)))
 
@@ -671,15 +677,18 @@ def test_compiled_ahead_each_slice_times_only_its_configs_and_the_case_s_cells_b
 
     results = run("on")
     heard = [line.split() for line in log.read_text().splitlines()]
-    assert results["prebuilt"] == [{"build": "compile_ahead noted_copy (2 slices)", "case": "noted_copy", "seconds": results["prebuilt"][0]["seconds"],
-                                    "cpu_s": results["prebuilt"][0]["cpu_s"], "error": None}]
+    built = results["prebuilt"]
+    assert built == [{"build": "compile_ahead noted_copy (2 slices)", "case": "noted_copy", "seconds": built[0]["seconds"],
+                      "cpu_s": built[0]["cpu_s"], "error": None}], built
     assert {int(block) for _, part, block, _ in heard if part == "0/2"} == {16, 64}
     assert {int(block) for _, part, block, _ in heard if part == "1/2"} == {32}
     cells = {pid for pid, part, _, _ in heard if part == "-"}
     assert cells and all({int(b) for p, _, b, _ in heard if p == pid} == {16, 32, 64} for pid in cells)
-    slices_ended = max(float(at) for _, part, _, at in heard if part != "-")
-    began = {c["cell"]: c["timings"]["finished"] - c["timings"]["wall"] for c in results["cells"] if "-control-" not in c["cell"]}
-    assert began and all(at >= slices_ended for at in began.values()), (slices_ended, began)
+    # Each worker's cells begin after its own slice has ended: the slice is its first work.
+    ended = {part: max(float(at) for _, p, _, at in heard if p == part) for part in ("0/2", "1/2")}
+    began = {c["cell"]: (c["worker"], c["timings"]["finished"] - c["timings"]["wall"]) for c in results["cells"]}
+    for cell, (worker, at) in began.items():
+        assert at >= ended[f"{worker[-1]}/2"], (cell, worker, at, ended)
 
     log.unlink()
     without = run("off")

@@ -21,7 +21,7 @@ from harness.model.errors import Mismatch, ResultsError
 from harness.model.fingerprint import Fingerprint, GitCommit, Gpu
 from harness.model.judging import blame_environment, judged, outcome_label
 from harness.model.messages import CellRequest, Event, EventKind
-from harness.model.outcome import CellResult, Fault, InGraph, Outcome, Stage
+from harness.model.outcome import CellResult, Fault, InGraph, Outcome, Stage, Timings
 from harness.model.results import VERSION, Results, dumps, load, merge, save
 from harness.model.rows import Row
 from harness.model.settings import PROFILES, Settings
@@ -992,7 +992,7 @@ def test_a_confirmed_cell_keeps_its_shared_result_where_alone_agrees_and_is_char
     from harness.plugin.confirmation import settled, why_confirmed
 
     cell = Cell("add", Wrapping.RAW, Row.EAGER)
-    wrong = CellResult(cell, Outcome.WRONG, stage=Stage.RUN, message="output 0 differs", worker="gw0")
+    wrong = CellResult(cell, Outcome.WRONG, stage=Stage.RUN, message="output 0 differs", worker="gw0", timings=Timings(work=1.5, wall=2.0))
     failed = CellResult(cell, Outcome.FAIL, stage=Stage.COMPILE, error_type="RuntimeError", message="at an address 0x1")
     failed_again = CellResult(cell, Outcome.FAIL, stage=Stage.COMPILE, error_type="RuntimeError", message="at an address 0x2")
     passed = CellResult(cell, Outcome.PASS)
@@ -1002,9 +1002,17 @@ def test_a_confirmed_cell_keeps_its_shared_result_where_alone_agrees_and_is_char
 
     same = settled(failed, failed_again, Confirmed.NOT_PASSED)  # the same stage and exception: messages may differ
     assert same.confirmation.agreed is True and same.message == "at an address 0x1"
+    passed.timings = Timings(compile=2.0, run=1.0, wall=6.5, process_start=3.0)
     differs = settled(wrong, passed, Confirmed.NOT_PASSED)
     assert differs.outcome is Outcome.PASS and differs.confirmation.agreed is False
     assert differs.confirmation.shared.outcome is Outcome.WRONG and differs.confirmation.alone.outcome is Outcome.PASS
+    # Where its run alone went: the figures sum it for the benchmark, by why the cells ran alone and by part.
+    assert differs.confirmation.seconds == 6.5 and differs.confirmation.spent == {"process_start": 3.0, "compile": 2.0, "run": 1.0}
+    from harness.reporting.figures import figures, render
+
+    summed = figures(Results(fingerprint=Fingerprint(workers=1), cells=[differs]), wall_s=10.0)
+    assert summed.confirmation_why_s == {"did not pass": 6.5} and summed.confirmation_spent_s == differs.confirmation.spent
+    assert "6.5 s did not pass; 3.0 s waiting for a runner process, 2.0 s compiling, 1.0 s running examples" in render(summed, Fingerprint(), "bench")
 
     path = tmp_path / "results.json"
     save(Results(fingerprint=Fingerprint(confirm="sample"), cells=[differs, CellResult(Cell("add", Wrapping.CONTROL, Row.EAGER), Outcome.PASS)]), str(path))
