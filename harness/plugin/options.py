@@ -57,10 +57,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--runner-logs", default=None, metavar="DIR",
                     help="keep each runner process's log in DIR (runner-WORKER-N.log), and the run's zygote's (zygote.log)")
     group.addoption("--compile-ahead", default="auto", choices=("auto", "on", "off"),
-                    help="compile an autotuned case's configs before its cells, in slices side by side (one process a slice, "
-                         "each running every Nth config once; what the slices' cells find is thrown away), while its cells that "
-                         "launch the kernels wait, at most two minutes; auto: where kernels are compiled (a GPU, not Triton's "
-                         "interpreter) and cells run side by side (-n 2 or more)")
+                    help="compile an autotuned case's configs as the run starts, in slices side by side: each a process running every "
+                         "Nth config once (what its cells find is thrown away), the first work of the worker it falls to, at most "
+                         "two minutes; no worker waits for a slice, and the case's cells are dealt last; auto: where kernels are "
+                         "compiled (a GPU, not Triton's interpreter) and cells run side by side (-n 2 or more)")
     group.addoption("--confirm", default=None, choices=("sample", "tenth", "failing", "all", "none"),
                     help="which cells run again alone, each in a new process with empty compile caches, to prove that sharing "
                          "processes changed no outcome: sample (the default with a GPU), every cell that did not pass and one "
