@@ -238,6 +238,10 @@ class MatrixController:
         """The cases whose configs the run compiles ahead (harness.execution.compile_ahead), once started."""
         return frozenset(s.case for s in self._compiling) if self._compiling else frozenset()
 
+    def still_compiling_ahead(self) -> frozenset[str]:
+        """The cases compiled ahead with a slice that has not yet ended."""
+        return compile_ahead.unfinished(compiling_ahead_folder(self.config), self._compiling) if self._compiling else frozenset()
+
     def _compile_ahead(self) -> None:
         """Plan the autotuned cases' configs compiled in slices before their cells (harness.execution.compile_ahead),
         where --compile-ahead says so: each worker runs its share of them before its first cell."""

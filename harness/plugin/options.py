@@ -238,6 +238,12 @@ def compiled_ahead(config: pytest.Config) -> frozenset[str]:
     return controller.compiling_ahead() if controller is not None else frozenset()
 
 
+def still_compiling_ahead(config: pytest.Config) -> frozenset[str]:
+    """The cases compiled ahead with a slice that has not yet ended (none in a worker)."""
+    controller = config.pluginmanager.get_plugin(CONTROLLER)
+    return controller.still_compiling_ahead() if controller is not None else frozenset()
+
+
 def compiles_ahead(config: pytest.Config, interpreted: bool, workers: int) -> bool:
     """Whether the run compiles its autotuned cases' configs ahead (--compile-ahead): auto where kernels are compiled (not
     Triton's `interpreted` kernels, which nothing compiles) and `workers` run cells side by side (one at a time, the

@@ -76,7 +76,7 @@ def shared_builds(cell: Cell) -> tuple[str, ...]:
     return *([f"package {package}"] if package is not None else []), *(p.key for p in prebuild.needed_by(cell))
 
 
-COMPILED_AHEAD = -1  # the place a cell waits for when its case's configs are compiled ahead: no cell's (harness.execution.compile_ahead)
+COMPILED_AHEAD = -1  # the place a cell waits for when its case's configs are compiled ahead: its slices', no cell's (harness.execution.compile_ahead)
 
 
 def first_compiles(cells: Sequence[Cell | None], autotuned: Collection[str], carried: Collection[str] = (),
@@ -88,8 +88,8 @@ def first_compiles(cells: Sequence[Cell | None], autotuned: Collection[str], car
     by 16, ...) into the run's shared Triton cache; the cells that started beside it compiled them all again, each for
     itself, before any had written the cache (torchao's int8 matmul on an H200: 104-153 s a cell at the run's start,
     10 s after). A case of `ahead` has its configs compiled by the run's slices instead, each the first work of a worker:
-    all its cells that launch its kernels come after the others (COMPILED_AHEAD, which no cell ends: they stay after the
-    cells that wait for none, and no worker waits for a slice). The controls, which launch no kernel, and the carried
+    all its cells that launch its kernels come after the others until its slices have ended (COMPILED_AHEAD, which no cell
+    ends: the dealer releases them; no worker waits for a slice). The controls, which launch no kernel, and the carried
     cells do not wait."""
     first: dict[str, int] = {}
     for place, cell in enumerate(cells):

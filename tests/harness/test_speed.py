@@ -521,9 +521,10 @@ def test_an_autotuned_case_s_cells_are_dealt_after_the_others_while_its_first_ea
     assert _deal(tuned, seconds) == _deal(tuned, seconds, scheduling=LoadScheduling)
 
 
-def test_a_case_compiled_ahead_has_no_cell_dealt_first_and_all_its_cells_that_launch_kernels_after_the_others(monkeypatch):
-    """Its slices, the first work of the workers, fill the run's Triton cache: a cell dealt first would
-    keep its worker waiting while the controls and the other cases could run."""
+def test_a_case_compiled_ahead_has_its_cells_that_launch_kernels_dealt_after_the_others_until_its_slices_end(monkeypatch):
+    """Its slices, the first work of the workers, fill the run's Triton cache: a cell dealt first would keep its worker
+    waiting while the controls and the other cases could run. Once the slices have ended, its cells take their places
+    in the run's order: held last to the end, its longest cells would start last and end the run late."""
     from types import SimpleNamespace
 
     from harness.plugin import dealing
@@ -532,12 +533,30 @@ def test_a_case_compiled_ahead_has_no_cell_dealt_first_and_all_its_cells_that_la
                                                                                    "plain": SimpleNamespace(autotune_configs=0)}))
     monkeypatch.setattr(dealing, "carried_cells", lambda config: frozenset())
     monkeypatch.setattr(dealing, "compiled_ahead", lambda config: frozenset({"tuned"}))
+    started: list[str] = []
+    slices_end_after = [float("inf")]  # the slices end once this many cells have started
+    monkeypatch.setattr(dealing, "still_compiling_ahead",
+                        lambda config: frozenset({"tuned"}) if len(started) < slices_end_after[0] else frozenset())
     rows, styles = ["compile_default", "eager", "export_strict"], ["control", "raw", "triton_op"]
     cells = [f"{case}-{style}-{row}" for case in ("tuned", "plain") for row in rows for style in styles]
     waiting = [c for c in cells if c.startswith("tuned-") and "-control-" not in c]
-    dealt, ran = _deal(cells, lambda cell: 2.0)
+
+    def seconds(cell):
+        started.append(cell)
+        return 2.0
+
+    dealt, ran = _deal(cells, seconds)
     assert sorted(ran) == sorted(cells)
     assert dealt[len(cells) - len(waiting):] == waiting, dealt  # every other cell first, then the case's in the run's order
+    # Its slices end while other cells are still to deal: its cells are dealt from then on, before the rest of the others.
+    started.clear()
+    slices_end_after[0] = 5
+    dealt, ran = _deal(cells, seconds)
+    assert sorted(ran) == sorted(cells)
+    first = min(dealt.index(cell) for cell in waiting)
+    assert dealt[:first] == [c for c in cells if c not in waiting][:first], dealt  # none while the slices ran
+    assert dealt[first:first + len(waiting)] == waiting, dealt  # then in the run's order, ahead of the plain case's rest
+    assert first + len(waiting) < len(cells), dealt
 
 
 def test_the_cells_that_waited_for_a_dead_worker_s_cell_wait_no_more(monkeypatch):
