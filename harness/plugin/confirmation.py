@@ -38,8 +38,17 @@ from harness.processes.runner import INDUCTOR_CACHE, Runner, runner_env
 # CI's run on 2 cores stays within its time (its 400 failing cells, each again alone, would add minutes).
 DEFAULT, INTERPRETER_DEFAULT = "sample", "tenth"
 # One passing cell in SAMPLE_ONE_IN runs again alone, chosen by its id's digest: the same cells on every run (a
-# chart's confirmation is repeatable), spread evenly over the rows, styles and cases, whichever of them a run selects.
+# chart's confirmation is repeatable), spread evenly over the rows, styles and cases, whichever of them a run selects;
+# but not one that took over SAMPLE_LONGEST_S shared. Run alone right after it, with empty caches, such a cell ran twice
+# as long again on its worker and set the run's end (FlagGems's layer norm, train_compile_default: 63 s shared, then
+# 136 s alone, where the run's other workers had ended at 185 s: 295 s). Its row, style and case are sampled in cells
+# that took less: a leak of a library's state reaches them as well.
 SAMPLE_ONE_IN = 10
+SAMPLE_LONGEST_S = 30.0
+# The processes that stand by for a worker's cells alone, but on Triton's CPU interpreter (one there): with one, cells
+# that failed in a moment each waited for the next process to start (FlagGems's layer norm and silu_and_mul on one H200,
+# 16 workers: 158 cells confirmed alone, 321 s of their 744 s waiting, the library's import and CUDA's start).
+ALONE_STANDBYS = 2
 
 
 def sampled(cell: Cell) -> bool:
@@ -56,7 +65,7 @@ def why_confirmed(policy: str, result: CellResult) -> Confirmed | None:
         return (Confirmed.SAMPLED if result.outcome is Outcome.PASS else Confirmed.NOT_PASSED) if sampled(result.cell) else None
     if result.outcome is not Outcome.PASS:
         return Confirmed.NOT_PASSED
-    if policy == "all" or (policy == "sample" and sampled(result.cell)):
+    if policy == "all" or (policy == "sample" and sampled(result.cell) and result.timings.wall <= SAMPLE_LONGEST_S):
         return Confirmed.SAMPLED
     return None
 
@@ -65,7 +74,7 @@ def settled(shared: CellResult, alone: CellResult, why: Confirmed) -> CellResult
     """The cell as the chart keeps it: its shared result where the run alone agrees, else its result alone. Its timings stay
     those of its run in the shared process either way (the run's figures count the run alone as the confirmation's)."""
     agreed = Attempt.of(shared).signature == Attempt.of(alone).signature
-    spent = {part: getattr(alone.timings, part) for part in Confirmation.SPENT_ON}
+    spent = Confirmation.spending(alone.timings)
     confirmation = Confirmation(why, Attempt.of(alone), Attempt.of(shared), agreed, alone.timings.wall, spent)
     return dataclasses.replace(shared if agreed else alone, confirmation=confirmation, timings=shared.timings)
 
@@ -130,7 +139,8 @@ class Alone:
         # The machine's answers the run recorded (its Inductor CPU ISA probe: 26 s on the GPU runner), not a compile's.
         env[RECORDS_ENV] = os.path.join(run_caches(config), INDUCTOR_CACHE)
         self.runner = Runner(case_specs(config), self.workdir, env=env, cells_per_process=1, zygote=run_zygote(config),
-                             template=run_runner_template(config), own_caches=True)
+                             template=run_runner_template(config), own_caches=True,
+                             standbys=ALONE_STANDBYS if policy(config) != INTERPRETER_DEFAULT else 1)
 
     def prepare(self) -> None:
         """Start the first runner process now, before any cell asks for it."""

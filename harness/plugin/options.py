@@ -64,7 +64,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--confirm", default=None, choices=("sample", "tenth", "failing", "all", "none"),
                     help="which cells run again alone, each in a new process with empty compile caches, to prove that sharing "
                          "processes changed no outcome: sample (the default with a GPU), every cell that did not pass and one "
-                         "passing cell in ten; tenth (the default on Triton's CPU interpreter), one cell in ten whatever its "
+                         "passing cell in ten, of those that took at most 30 s; tenth (the default on Triton's CPU interpreter), one cell in ten whatever its "
                          "outcome; failing, every cell that did not pass; all; none. A cell that differs alone is charted as it "
                          "ran alone, and every cell of its case then runs alone")
     group.addoption("--perf", action="store_true",

@@ -97,7 +97,7 @@ def _processes(cells_per_process: int | None, confirm: str | None) -> str:
 
 # What each --confirm runs again alone (harness.plugin.confirmation).
 CONFIRMING = {
-    "sample": "every cell that did not pass and one passing cell in ten (by its id's digest)",
+    "sample": "every cell that did not pass and one passing cell in ten (by its id's digest) of those that took at most 30 s",
     "tenth": "one cell in ten whatever its outcome (by its id's digest), the default on Triton's CPU interpreter for CI's time",
     "failing": "every cell that did not pass",
     "all": "every cell",
