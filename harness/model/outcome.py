@@ -194,18 +194,19 @@ class Confirmation:
     shared: Attempt | None = None
     agreed: bool | None = None  # None where there is nothing to agree with (`shared` None)
     seconds: float = 0.0  # what running it again alone added to the run: its wall time alone (0 where it only ran alone)
-    # Where those seconds went (SPENT_ON): waiting for its runner process, the cell's setup (the style built, its reference
-    # and its checks in plain eager), compiling, running the examples, and the rest, the harness's own (the request and
-    # answer, the health check after the cell).
+    # Where those seconds went (SPENT_ON): waiting for its runner process; the cell's checks of the launcher and backward in
+    # plain eager before its path (with empty caches, its kernels' first compiles); the style built; compiling; running
+    # the examples; and the harness's own (the request and answer, the health check after the cell).
     spent: dict[str, float] = field(default_factory=dict)
 
-    SPENT_ON = ("process_start", "setup", "compile", "run", "harness")
+    SPENT_ON = ("process_start", "plain_eager", "setup", "compile", "run", "harness")
 
     @classmethod
     def spending(cls, timings: Timings) -> dict[str, float]:
         """Where a run alone's `timings` went, by SPENT_ON."""
-        parts = {"process_start": timings.process_start, "setup": timings.setup, "compile": timings.compile, "run": timings.run}
-        return {**parts, "harness": max(timings.wall - sum(parts.values()), 0.0)}
+        path = timings.setup + timings.compile + timings.run
+        return {"process_start": timings.process_start, "plain_eager": max(timings.work - path, 0.0), "setup": timings.setup,
+                "compile": timings.compile, "run": timings.run, "harness": max(timings.wall - timings.process_start - timings.work, 0.0)}
 
     def to_json(self) -> dict[str, Any]:
         return {"why": self.why.value, "agreed": self.agreed, "alone": self.alone.to_json(),

@@ -45,10 +45,6 @@ DEFAULT, INTERPRETER_DEFAULT = "sample", "tenth"
 # that took less: a leak of a library's state reaches them as well.
 SAMPLE_ONE_IN = 10
 SAMPLE_LONGEST_S = 30.0
-# The processes that stand by for a worker's cells alone, but on Triton's CPU interpreter (one there): with one, cells
-# that failed in a moment each waited for the next process to start (FlagGems's layer norm and silu_and_mul on one H200,
-# 16 workers: 158 cells confirmed alone, 321 s of their 744 s waiting, the library's import and CUDA's start).
-ALONE_STANDBYS = 2
 
 
 def sampled(cell: Cell) -> bool:
@@ -129,7 +125,10 @@ class Alone:
     runner process with compile caches of its own, empty (Runner's own_caches), and a folder and AOTInductor packages of
     its own, removed after it. The next such process is started while a cell runs (the runner's standby), so a cell
     confirmed alone does not wait for a process to start: CUDA's start alone took a median 4 s a process on the GPU runner
-    with 16 workers."""
+    with 16 workers. One standby, not two: cells that fail in a moment still wait for the next (FlagGems's layer norm and
+    silu_and_mul on one H200, 16 workers: 321 s of 744 s confirming 158 cells), but two halved that wait and cost the
+    shared cells more, importing the library and starting CUDA on cores they were using (their work 1,283 s, then 1,689 s;
+    the workers ended at 175-185 s, then 202-214 s)."""
 
     def __init__(self, config: pytest.Config, name: str, workers: int):
         self.config, self.name = config, name
@@ -139,8 +138,7 @@ class Alone:
         # The machine's answers the run recorded (its Inductor CPU ISA probe: 26 s on the GPU runner), not a compile's.
         env[RECORDS_ENV] = os.path.join(run_caches(config), INDUCTOR_CACHE)
         self.runner = Runner(case_specs(config), self.workdir, env=env, cells_per_process=1, zygote=run_zygote(config),
-                             template=run_runner_template(config), own_caches=True,
-                             standbys=ALONE_STANDBYS if policy(config) != INTERPRETER_DEFAULT else 1)
+                             template=run_runner_template(config), own_caches=True)
 
     def prepare(self) -> None:
         """Start the first runner process now, before any cell asks for it."""

@@ -3,8 +3,8 @@
 A runner process serves `cells_per_process` cells (1: each cell its own, as a cell confirmed alone has it: a library's
 process-level state, such as FlagGems's LibEntry kernel cache filled by an earlier cell's launches, changed what Dynamo
 traced in the next cell), or, without it, every cell until a crash, a timeout, or a cell that leaves the GPU unusable.
-A standby process (`standbys` of them) is started beside each runner that will be replaced, and takes over at once, so
-a replacement costs no start-up time; without `cells_per_process`, only once one has had to be replaced (on a machine
+A standby process is started beside each runner that will be replaced, and takes over at once, so a replacement costs
+no start-up time; without `cells_per_process`, only once one has had to be replaced (on a machine
 with few cores a standby beside every pytest worker slows the cells that run). Given the run's
 runner template (harness.processes.runner_template), runner processes are forked from it, the harness and the cases
 already imported; else from the run's zygote (harness.processes.zygote), torch and triton already imported, as their
@@ -127,7 +127,6 @@ class Runner:
         cells_per_process: int | None = None,
         start_timeout: float = 300.0,
         standby: bool = True,
-        standbys: int = 1,
         zygote: str | None = None,
         template: str | None = None,
         own_caches: bool = False,
@@ -142,9 +141,6 @@ class Runner:
         self.cells_per_process = cells_per_process
         self.start_timeout = start_timeout
         self.standby = standby
-        # How many processes stand by, each started as one takes over: more than one where cells end faster than a
-        # process starts (cells run alone one after another, each failing in a moment).
-        self.standbys = max(1, standbys)
         self._zygote = Zygote(zygote) if zygote else None  # the run's, at the socket `zygote`
         # The run's runner template (harness.processes.runner_template), at the socket `template`, which its zygote bound
         # at its start: not there, or gone, in a moment, and the runners are forked from the zygote.
@@ -154,8 +150,7 @@ class Runner:
         self._closed = False
         self.log_path = os.path.join(workdir, "runner-0.log")
         self._proc: subprocess.Popen[bytes] | None = None
-        self._spare: tuple[subprocess.Popen[bytes], str] | None = None  # the standby that takes over next
-        self._later: list[tuple[subprocess.Popen[bytes], str]] = []  # the other standbys, oldest first
+        self._spare: tuple[subprocess.Popen[bytes], str] | None = None
         self._spawned = 0
         self._starts = 0  # runner processes that have served (or tried to); past the first, keep a standby
         self._buffer = b""
@@ -234,9 +229,7 @@ class Runner:
             self.stop()
             raise RunnerDied(f"the runner process did not start: {event or 'no answer'}; log: {' | '.join(tail[-5:])}")
         if self.standby and (self._starts > 1 or self.cells_per_process):
-            self._spare = self._later.pop(0) if self._later else self._spawn()
-            while len(self._later) < self.standbys - 1:
-                self._later.append(self._spawn())
+            self._spare = self._spawn()
         return time.perf_counter() - began
 
     def stop(self, wait: bool = True) -> None:
@@ -263,11 +256,10 @@ class Runner:
         with self._closing:
             self._closed, self._preparing = True, None
         self.stop()
-        spares, self._spare, self._later = [self._spare, *self._later], None, []
-        for spare in spares:
-            if spare is not None:
-                _kill(spare[0])
-                self._forget_caches(spare[0])
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            _kill(spare[0])
+            self._forget_caches(spare[0])
         for forker in (self._template, self._zygote):
             if forker is not None:
                 forker.close()  # this process's connection; it serves the run's other processes

@@ -215,7 +215,8 @@ def render(f: Figures, fingerprint: Fingerprint, command: str) -> str:
         why = "; ".join(f"{seconds:.1f} s {reason}" for reason, seconds in sorted(f.confirmation_why_s.items()))
         spent = f.confirmation_spent_s
         lines.append(f"  why, where it went         {why}; {spent.get('process_start', 0.0):.1f} s waiting for a runner process, "
-                     f"{spent.get('setup', 0.0):.1f} s in setup, {spent.get('compile', 0.0):.1f} s compiling, "
+                     f"{spent.get('plain_eager', 0.0):.1f} s checking in plain eager, {spent.get('setup', 0.0):.1f} s in setup, "
+                     f"{spent.get('compile', 0.0):.1f} s compiling, "
                      f"{spent.get('run', 0.0):.1f} s running examples, {spent.get('harness', 0.0):.1f} s the harness's own")
     if (built := prebuilt_text(f.prebuilt)) is not None:
         lines.append(f"built before the cells       {built} (harness.execution.prebuild; in no cell's work or CPU)")

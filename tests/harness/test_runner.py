@@ -212,24 +212,6 @@ def _wait_for_standby(runner, timeout=120):
     assert ready, "the standby runner did not start"
 
 
-def test_with_two_standbys_cells_each_in_a_process_of_its_own_follow_one_another_without_waiting_for_a_start(run_planted):
-    """As cells confirmed alone do, one after another, each failing in a moment: with one standby, the second would wait
-    for the process started as the first began."""
-    workdir = tempfile.mkdtemp(prefix="tcm-test-")
-    try:
-        with Runner([PLANTED], workdir, env=runner_env(workdir), cells_per_process=1, standbys=2) as runner:
-            assert run_planted("planted_ok", runner=runner).outcome is Outcome.PASS
-            for proc, _ in [runner._spare, *runner._later]:
-                assert select.select([proc.stdout.fileno()], [], [], 120)[0], "a standby runner did not start"
-            first, second = run_planted("planted_ok", runner=runner), run_planted("planted_ok", runner=runner)
-            standing = 1 + len(runner._later)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    assert first.outcome is second.outcome is Outcome.PASS
-    assert first.timings.process_start < 1.0 and second.timings.process_start < 1.0
-    assert standing == 2
-
-
 @pytest.mark.parametrize("standby", [True, False])
 def test_a_standby_runner_waits_once_a_runner_was_replaced_and_takes_over_after_the_next_crash(run_planted, standby):
     workdir = tempfile.mkdtemp(prefix="tcm-test-")

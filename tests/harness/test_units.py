@@ -1010,19 +1010,20 @@ def test_a_confirmed_cell_keeps_its_shared_result_where_alone_agrees_and_is_char
 
     same = settled(failed, failed_again, Confirmed.NOT_PASSED)  # the same stage and exception: messages may differ
     assert same.confirmation.agreed is True and same.message == "at an address 0x1"
-    passed.timings = Timings(setup=0.25, compile=2.0, run=1.0, wall=6.5, process_start=3.0)
+    passed.timings = Timings(setup=0.25, compile=2.0, run=1.0, work=3.75, wall=7.0, process_start=3.0)
     differs = settled(wrong, passed, Confirmed.NOT_PASSED)
     assert differs.outcome is Outcome.PASS and differs.confirmation.agreed is False
     assert differs.confirmation.shared.outcome is Outcome.WRONG and differs.confirmation.alone.outcome is Outcome.PASS
     # Where its run alone went: the figures sum it for the benchmark, by why the cells ran alone and by part.
-    assert differs.confirmation.seconds == 6.5
-    assert differs.confirmation.spent == {"process_start": 3.0, "setup": 0.25, "compile": 2.0, "run": 1.0, "harness": 0.25}
+    assert differs.confirmation.seconds == 7.0
+    assert differs.confirmation.spent == {"process_start": 3.0, "plain_eager": 0.5, "setup": 0.25, "compile": 2.0, "run": 1.0,
+                                          "harness": 0.25}
     from harness.reporting.figures import figures, render
 
     summed = figures(Results(fingerprint=Fingerprint(workers=1), cells=[differs]), wall_s=10.0)
-    assert summed.confirmation_why_s == {"did not pass": 6.5} and summed.confirmation_spent_s == differs.confirmation.spent
-    assert ("6.5 s did not pass; 3.0 s waiting for a runner process, 0.2 s in setup, 2.0 s compiling, 1.0 s running examples, "
-            "0.2 s the harness's own") in render(summed, Fingerprint(), "bench")
+    assert summed.confirmation_why_s == {"did not pass": 7.0} and summed.confirmation_spent_s == differs.confirmation.spent
+    assert ("7.0 s did not pass; 3.0 s waiting for a runner process, 0.5 s checking in plain eager, 0.2 s in setup, 2.0 s compiling, "
+            "1.0 s running examples, 0.2 s the harness's own") in render(summed, Fingerprint(), "bench")
 
     path = tmp_path / "results.json"
     save(Results(fingerprint=Fingerprint(confirm="sample"), cells=[differs, CellResult(Cell("add", Wrapping.CONTROL, Row.EAGER), Outcome.PASS)]), str(path))
