@@ -42,6 +42,7 @@ bench, repeat and run pass every argument they do not know to pytest, in order (
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from typing import Any
@@ -107,14 +108,51 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(pytest_args)}")
     if pytest_args[:1] == ["--"]:
         pytest_args = pytest_args[1:]
+    if sys.stdout is None:  # started with standard output closed: what the command says would go nowhere
+        print("error: standard output is closed: nothing was done; give the command somewhere to print", file=sys.stderr)
+        return NOT_WRITTEN
     try:
-        return _command(args, pytest_args, parser)
+        _refuse_outputs_not_ours(args)
+        status = _command(args, pytest_args, parser)
+        sys.stdout.flush()  # what it printed, written now: a full or closed standard output is this command's to answer
+        return status
     except (UsageError, ResultsError) as exc:  # the harness's own errors, mapped to statuses here and nowhere else
         print(f"error: {exc}", file=sys.stderr)
         return UNUSABLE
     except OutputNotWritten as exc:
         print(f"error: {exc}", file=sys.stderr)
         return NOT_WRITTEN
+    except OSError as exc:
+        if not _stdout_failed(exc):
+            raise
+        print(f"error: standard output could not be written ({exc.strerror or exc}): nothing more was printed", file=sys.stderr)
+        return NOT_WRITTEN
+
+
+def _stdout_failed(exc: OSError) -> bool:
+    """Whether `exc` is standard output's failure (full: ENOSPC; closed: EPIPE), in which case the rest of what it holds
+    is dropped, so that the interpreter's own flush at exit does not fail again with a traceback."""
+    if not isinstance(exc, BrokenPipeError) and exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EIO):
+        return False
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return True
+
+
+def _refuse_outputs_not_ours(args: argparse.Namespace) -> None:
+    """OutputNotWritten before any work where an output named on the command line is something other than a regular
+    file (or a folder, for the commands that write a folder) or nothing: /dev/full, a pipe, a link."""
+    out = getattr(args, "out", None)
+    if not out or args.command in _RUN_PYTEST and args.command != "bench":
+        return
+    if args.command == "report" or (args.command == "repro" and args.check):
+        results_file.refuse_unless_folder(out)
+    else:
+        results_file.refuse_unless_ours(out)
 
 
 def _command(args: argparse.Namespace, pytest_args: list[str], parser: argparse.ArgumentParser) -> int:

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +76,38 @@ class Results:
         return {c.cell: c for c in self.cells}
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
+
+
+def standing(path: str) -> str | None:
+    """What stands at `path` where it is neither nothing nor a regular file ("a character device", "a symbolic link",
+    ...): what a report or a tool's output may not replace. None where the path is free or a regular file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (a folder above it missing, or a file): the write says
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def refuse_unless_ours(*paths: str) -> None:
+    """OutputNotWritten, naming it, where something other than a regular file stands at one of `paths`: the harness
+    writes its files only where a file of its own, or nothing, is (replaced, /dev/full would become a regular file)."""
+    for path in paths:
+        kind = standing(path)
+        if kind is not None:
+            raise OutputNotWritten(f"{path} is {kind}, not a regular file: nothing was written there; give a file's path")
+
+
+def refuse_unless_folder(directory: str) -> None:
+    """OutputNotWritten where `directory` exists and is not a folder."""
+    if os.path.lexists(directory) and not os.path.isdir(directory):
+        kind = standing(directory) or "a file"
+        raise OutputNotWritten(f"{directory} is {kind}, not a folder: nothing was written there; give a folder's path")
+
+
 def _umask() -> int:
     mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
     os.umask(mask)
@@ -84,8 +117,10 @@ def _umask() -> int:
 def write_atomic(path: str, content: str | bytes) -> None:
     """Readers see the old file or the new one, never half of one. Text is written as text, bytes as they are.
     The file gets the mode any file the process creates gets (0644 under the usual umask 022), not
-    mkstemp's 0600: reports are shared CI artifacts, read by other users."""
+    mkstemp's 0600: reports are shared CI artifacts, read by other users. Only where a regular file or nothing
+    stands (refuse_unless_ours)."""
     directory = os.path.dirname(os.path.abspath(path))
+    refuse_unless_ours(path)
     os.makedirs(directory, exist_ok=True)
     tmp = _staged(directory, os.path.basename(path), content)
     try:
@@ -99,7 +134,13 @@ def write_together(directory: str, contents: dict[str, str | bytes], remove: tup
     """Replace a set of files in `directory` as one: every new file is written beside its target first (a full disk
     stops it there), each old one is kept under a second name (a file that cannot be replaced, such as an immutable
     one, stops it there), and only then are they replaced; a failure on the way puts every old file back and
-    raises OutputNotWritten. `remove`: files that must not outlive the set (removed last). Returns the paths."""
+    raises OutputNotWritten. `remove`: files that must not outlive the set (removed last). Only where a regular file or
+    nothing stands (refuse_unless_ours): else nothing is written. Returns the paths."""
+    try:
+        refuse_unless_folder(directory)
+        refuse_unless_ours(*(os.path.join(directory, name) for name in (*contents, *remove)))
+    except OutputNotWritten as exc:
+        raise OutputNotWritten(f"the reports in {directory} were not replaced, and are as they were: {exc}") from None
     staged: dict[str, str] = {}
     kept: dict[str, str] = {}
     replaced: list[str] = []

@@ -27,7 +27,7 @@ from harness.environment import machine, vec_isa
 from harness.execution import compile_ahead, prebuild
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
-from harness.model.errors import OutputNotWritten, ResultsError
+from harness.model.errors import OutputNotWritten, ResultsError, UsageError
 from harness.model.fingerprint import Fingerprint, ShardPart
 from harness.model.judging import blame_environment
 from harness.model.outcome import WORKER_DIED, CellResult, Confirmed, Fault, Outcome
@@ -52,7 +52,7 @@ from harness.plugin.options import (
     run_packages,
     shard_of,
 )
-from harness.plugin.report_lock import ReportFolderBusy, ReportFolderLock
+from harness.plugin.report_lock import ReportFolderLock
 from harness.plugin.status import result_of
 from harness.plugin.worker import MatrixWorker
 from harness.processes import autotune_timing, runner_template
@@ -255,7 +255,10 @@ class MatrixController:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._report_lock is not None:
-            self._report_lock.release()
+            left = self._report_lock.release()
+            if left:  # the lock itself went with its file descriptor: its files only say who held it
+                print(f"triton-compat-matrix: the report folder's lock files could not be removed ({', '.join(left)}): "
+                      "remove them; no run holds the folder", file=sys.stderr)
         if self._sigterm is not None:
             signal.signal(signal.SIGTERM, self._sigterm)
         if self._prebuilding is not None:
@@ -368,10 +371,16 @@ class MatrixController:
     def hold_report_folder(self) -> None:
         """Take the report folder's lock for the whole run; pytest.UsageError, naming the run that holds it, if
         another run writes there."""
-        self._report_lock = ReportFolderLock(self._locked_dir(), command=shlex.join(["pytest", *self.config.invocation_params.args]))
+        folder = self._locked_dir()
+        try:
+            for where in (folder, os.path.join(folder, PARTIAL)):  # where its reports may go: refused now, not once the cells ran
+                report.check_writable(where)
+        except OutputNotWritten as exc:
+            raise pytest.UsageError(f"the report folder: {exc}") from None
+        self._report_lock = ReportFolderLock(folder, command=shlex.join(["pytest", *self.config.invocation_params.args]))
         try:
             self._report_lock.acquire()
-        except ReportFolderBusy as exc:
+        except UsageError as exc:  # another run holds it, or it cannot be written
             self._report_lock = None
             raise pytest.UsageError(str(exc)) from None
 

@@ -15,7 +15,8 @@ import os
 import socket
 import time
 
-from harness.model.errors import UsageError
+from harness.model import results as results_file
+from harness.model.errors import OutputNotWritten, UsageError
 
 LOCK_FILE = ".triton-compat-matrix.lock"
 HOLDER_FILE = ".triton-compat-matrix.run"  # who holds the lock (filelock truncates the lock file itself on each try)
@@ -23,6 +24,10 @@ HOLDER_FILE = ".triton-compat-matrix.run"  # who holds the lock (filelock trunca
 
 class ReportFolderBusy(UsageError):
     """Another run holds the report folder."""
+
+
+class ReportFolderUnwritable(UsageError):
+    """The report folder cannot be made or written, or something other than a regular file stands where the lock goes."""
 
 
 class ReportFolderLock:
@@ -37,31 +42,54 @@ class ReportFolderLock:
         self._made_folder = False
 
     def acquire(self) -> None:
-        """Hold the folder, or raise ReportFolderBusy naming the run that holds it."""
+        """Hold the folder, or raise ReportFolderBusy naming the run that holds it; ReportFolderUnwritable where the
+        folder cannot be made or written (a read-only file system), or where its lock's files are not regular files."""
         self._made_folder = not os.path.isdir(self.folder)
         from filelock import Timeout
 
-        os.makedirs(self.folder, exist_ok=True)
         try:
+            results_file.refuse_unless_folder(self.folder)
+            results_file.refuse_unless_ours(*(os.path.join(self.folder, name) for name in (LOCK_FILE, HOLDER_FILE)))
+            os.makedirs(self.folder, exist_ok=True)
             self._lock.acquire(timeout=0)
-        except Timeout:
+        except Timeout:  # first: filelock's Timeout is an OSError too
             self._forget_folder()
             raise ReportFolderBusy(f"{self.folder} is being written by another matrix run ({self._holder()}): wait for it to "
                                    "end, or give this run another --report-dir") from None
+        except (OSError, OutputNotWritten) as exc:
+            self._made_folder = self._made_folder and os.path.isdir(self.folder)
+            self._forget_folder()
+            why = f"{exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ReportFolderUnwritable(f"the report folder {self.folder} cannot be written ({why}): give --report-dir a "
+                                         "folder this user can write") from None
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                   "command": self.command}
-        with open(os.path.join(self.folder, HOLDER_FILE), "w") as f:
-            json.dump(holder, f)
+        try:
+            with open(os.path.join(self.folder, HOLDER_FILE), "w") as f:
+                json.dump(holder, f)
+        except OSError as exc:
+            self.release()
+            raise ReportFolderUnwritable(f"the report folder {self.folder} cannot be written ({exc.strerror}): give "
+                                         "--report-dir a folder this user can write") from None
 
-    def release(self) -> None:
+    def release(self) -> list[str]:
+        """Let the folder go. The lock is the kernel's and goes with its file descriptor whatever happens; its files
+        are removed where they can be, and those left (a folder that became read-only) are returned."""
         if not self._lock.is_locked:
-            return
+            return []
+        left = []
         # Removed while still held: a run that starts meanwhile waits on the lock, not on a file about to go.
         for name in (HOLDER_FILE, LOCK_FILE):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(os.path.join(self.folder, name))
+            path = os.path.join(self.folder, name)
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                left.append(path)
         self._lock.release()
         self._forget_folder()
+        return left
 
     def _forget_folder(self) -> None:
         """A folder this run made and left empty (it wrote nothing) is removed again."""

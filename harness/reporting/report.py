@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter, defaultdict
 
 from tabulate import tabulate
@@ -491,13 +492,32 @@ def matrix(results: Results) -> str:
         columns = present(Wrapping, results.cells)
         rows = [[case, *[grid[case].get(w, "") for w in columns]] for case in sorted(grid)]
         out.append(tabulate(rows, headers=["case", *[w.value for w in columns]], tablefmt="github"))
-        details = [c for c in sorted(cells, key=lambda c: c.cell.id)
-                   if c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky or c.degradations]
+        untested = [c for c in cells if c.outcome is Outcome.SKIPPED]
+        details = [c for c in sorted(cells, key=lambda c: c.cell.id) if c.outcome is not Outcome.SKIPPED
+                   and (c.outcome is not Outcome.PASS or c.graph_breaks or c.warnings or c.flaky or c.degradations)]
         if details:
             out += ["", tabulate([_detail(c, results.fingerprint) for c in details],
                                  headers=["cell", "outcome", "error (first line)", "smallest failing example", "why"], tablefmt="github")]
+        if untested:
+            out += ["", tabulate(_untested(untested), headers=["not tested here", "cells", "why"], tablefmt="github")]
     out.append("")
     return "\n".join(out)
+
+
+def _untested(cells: list[CellResult]) -> list[list[str]]:
+    """A row's cells not tested here, a line per reason (most cells first), naming its cells by case and style: on
+    Triton's interpreter most of a chart's cells are, and a line each buried the cells that ran."""
+    by_reason: dict[str, list[CellResult]] = defaultdict(list)
+    for cell in cells:
+        by_reason[cell.message or ""].append(cell)
+    lines = []
+    for reason, same in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])):
+        styles: dict[str, list[str]] = defaultdict(list)
+        for cell in sorted(same, key=lambda c: c.cell.id):
+            styles[cell.case].append(cell.wrapping.value)
+        named = "; ".join(f"`{case}` ({', '.join(wrappings)})" for case, wrappings in styles.items())
+        lines.append([f"{len(same)} cell{'s' if len(same) > 1 else ''}", cell_text(named), cell_text(reason)])
+    return lines
 
 
 def _detail(cell: CellResult, fingerprint: Fingerprint) -> list[str]:
@@ -516,6 +536,17 @@ def _detail(cell: CellResult, fingerprint: Fingerprint) -> list[str]:
         error = f"FLAKY, {cell.flaky}. This run: {error}"
     return [f"`{cell.cell.id}`", outcome_label(cell), cell_text(error), cell_text(cell.example or ""),
             cell_text(why.cell_reason(cell, fingerprint))]
+
+
+def check_writable(directory: str) -> None:
+    """OutputNotWritten, before a run writes there, where `directory` is not a folder or one of the reports' files in it
+    is not a regular file (a device, a pipe, a link): write() would refuse it only once the cells had run."""
+    results_file.refuse_unless_folder(directory)
+    results_file.refuse_unless_ours(*(os.path.join(directory, name) for name in REPORT_FILES))
+
+
+# Every file write() writes or removes, in the order it replaces them.
+REPORT_FILES = ("results.json", "MATRIX.md", matrix_picture.FILENAME, "SUPPORT.md")
 
 
 def write(results: Results, directory: str) -> list[str]:

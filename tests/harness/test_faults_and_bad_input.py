@@ -1,11 +1,17 @@
 """Nothing misleading under faults and bad input: reports replaced as a set or not at all, options refused before the
-run, a crashing cell's output bounded, markdown that shows messages as written, and one line for each error."""
+run, a crashing cell's output bounded, markdown that shows messages as written, one line for each error, and nothing
+written over what is not the harness's (a device, a link) or into a folder that cannot take it."""
 
+import contextlib
 import errno
 import json
 import os
+import shlex
 import shutil
+import stat
+import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -94,9 +100,13 @@ def test_write_together_puts_back_what_it_replaced_when_an_interruption_stops_it
 def test_a_run_whose_reports_cannot_be_written_keeps_the_old_ones_and_its_results_and_exits_3_without_a_traceback(tmp_path):
     reports = tmp_path / "reports"
     before = _complete_chart(reports)
-    (reports / "SUPPORT.md").unlink()
-    (reports / "SUPPORT.md").mkdir()  # a report that cannot be replaced, as an immutable file cannot
-    proc = _matrix(tmp_path, f"--cases={PLANTED}", "-k", "planted_ok-raw-eager", f"--report-dir={reports}")
+    # During the run (refused at its start), a report becomes one that cannot be replaced, as an immutable file cannot.
+    (tmp_path / "support_md_a_folder_once_collected.py").write_text(
+        "import os\n\n\ndef pytest_collection_finish(session):\n"
+        f"    os.remove({str(reports / 'SUPPORT.md')!r})\n    os.mkdir({str(reports / 'SUPPORT.md')!r})\n")
+    proc = run_python([sys.executable, "-m", "pytest", "--matrix", "-n", "0", "-p", "no:cacheprovider", "-p", "support_md_a_folder_once_collected",
+                       "--matrix-profile=quick", f"--cases={PLANTED}", "-k", "planted_ok-raw-eager", f"--report-dir={reports}"],
+                      cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), ROOT])}, timeout=300)
     assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stdout + proc.stderr
     line = next(line for line in proc.stdout.splitlines() if "REPORTS NOT WRITTEN" in line)
@@ -288,3 +298,132 @@ def test_where_an_interpreter_run_disagrees_with_the_tutorial_it_says_so_and_not
         assert heading in support and ("interpreter's" in support) == (fingerprint.mode == INTERPRETER)
         line = next(line for line in support.splitlines() if line.startswith("- **Supports torch.compile**, raw"))
         assert line.endswith("`case5-raw-compile_default`, `case6-raw-compile_default`, and 3 more"), line
+
+
+# -- nothing is written over what is not the harness's; an unwritable folder or output is refused ----------------------
+
+
+def _device(path):
+    """A character device at `path` that takes nothing (the one /dev/full is), or a skip where this user cannot make one."""
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    except PermissionError:
+        pytest.skip("this user cannot make a device node")
+    return path
+
+
+def _mounts():
+    """A skip where this user cannot bind-mount a folder (remounted read-only over itself in these tests)."""
+    probe = tempfile.mkdtemp(prefix="tcm-mount-")
+    try:
+        if subprocess.run(["mount", "--bind", probe, probe], capture_output=True).returncode:
+            pytest.skip("this user cannot bind-mount a folder")
+        subprocess.run(["umount", probe], capture_output=True)
+    finally:
+        os.rmdir(probe)
+
+
+READ_ONLY = "mount --bind {0} {0} && mount -o remount,bind,ro {0}"  # a read-only mount over the folder, files open in it or not
+
+
+@contextlib.contextmanager
+def _read_only(folder):
+    """`folder` read-only (a read-only bind mount over itself) inside."""
+    _mounts()
+    subprocess.run(READ_ONLY.format(shlex.quote(str(folder))), shell=True, check=True, capture_output=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], capture_output=True)
+
+
+def test_a_tool_never_writes_over_a_device_or_a_link_and_refuses_in_one_line_with_exit_3(tmp_path):
+    good = tmp_path / "good.json"
+    save(_results(), str(good))
+    device = _device(str(tmp_path / "myfull"))
+    (tmp_path / "link").symlink_to(good)
+    for args, said in [
+        (["diff", str(good), str(good), "--out", device], f"{device} is a character device, not a regular file"),
+        (["history", str(good), "--out", device], f"{device} is a character device, not a regular file"),
+        (["diff", str(good), str(good), "--out", str(tmp_path / "link")], "link is a symbolic link, not a regular file"),
+        (["report", str(good), "--out", device], f"{device} is a character device, not a folder"),
+        (["repro", "add-raw-eager", "--results", str(good), "--out", device], f"{device} is a character device, not a regular file"),
+    ]:
+        proc = _tool(*args)
+        assert proc.returncode == 3, (args, proc.stdout[-1000:], proc.stderr[-1000:])
+        assert said in proc.stderr and len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert proc.stdout == ""  # refused before any work: nothing said written
+    assert stat.S_ISCHR(os.lstat(device).st_mode) and os.path.islink(tmp_path / "link")  # both as they were
+    assert json.loads(good.read_text())["cells"]  # and the file the link names
+
+
+def test_a_full_or_closed_standard_output_ends_the_tool_with_one_line_and_exit_3(tmp_path):
+    good = tmp_path / "good.json"
+    save(_results(), str(good))
+    command = [sys.executable, "-m", "harness"]
+    for args in (["diff", str(good), str(good)], ["cases", f"--cases={PLANTED}"]):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([*command, *args], cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+        assert proc.returncode == 3, (args, proc.stderr[-2000:])  # not 1: for diff, 1 says "regressions"
+        assert proc.stderr.strip() == "error: standard output could not be written (No space left on device): nothing more was printed"
+    proc = subprocess.run([*command, "diff", str(good), str(good)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, timeout=300, preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 3 and proc.stderr.strip() == ("error: standard output is closed: nothing was done; give the command "
+                                                            "somewhere to print"), proc.stderr
+
+
+def test_a_run_is_refused_before_any_cell_where_a_report_is_a_device(tmp_path):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    device = _device(str(reports / "results.json"))
+    proc = _matrix(tmp_path, f"--cases={PLANTED}", "-k", "planted_ok-raw-eager", f"--report-dir={reports}")
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"the report folder: {device} is a character device, not a regular file" in proc.stderr and "Traceback" not in proc.stderr
+    assert "planted_ok" not in proc.stdout and stat.S_ISCHR(os.lstat(device).st_mode)  # no cell ran; the device is as it was
+
+
+def test_a_read_only_default_report_folder_is_refused_before_any_cell_runs(tmp_path):
+    (tmp_path / "reports").mkdir()
+    with _read_only(tmp_path / "reports"):
+        proc = _matrix(tmp_path, f"--cases={PLANTED}", "-k", "planted_ok-raw-eager")
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "the report folder reports cannot be written (Read-only file system): give --report-dir a folder this user can write" \
+        in proc.stderr and "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_report_folder_made_read_only_mid_run_keeps_the_results_exits_3_and_says_which_lock_files_are_left(tmp_path):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    _mounts()
+    (tmp_path / "read_only_once_collected.py").write_text(  # the run has taken its folder's lock by then
+        "import subprocess\n\n\ndef pytest_collection_finish(session):\n"
+        f"    subprocess.run({READ_ONLY.format(shlex.quote(str(reports)))!r}, shell=True, check=True)\n")
+    try:
+        proc = run_python([sys.executable, "-m", "pytest", "--matrix", "-n", "0", "-p", "no:cacheprovider", "-p", "read_only_once_collected",
+                           "--matrix-profile=quick", f"--cases={PLANTED}", "-k", "planted_ok-raw-eager"],
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), ROOT])}, timeout=300)
+    finally:
+        subprocess.run(["umount", str(reports)], capture_output=True)
+    assert proc.returncode == 3, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+    line = next(line for line in proc.stdout.splitlines() if "REPORTS NOT WRITTEN" in line)
+    kept = line.split("this run's results are in ")[1].split(" ")[0]
+    assert [c.cell.id for c in load(kept).cells] == ["planted_ok-raw-eager"]
+    shutil.rmtree(os.path.dirname(kept))
+    assert "the report folder's lock files could not be removed (reports/.triton-compat-matrix.run, " \
+           "reports/.triton-compat-matrix.lock): remove them; no run holds the folder" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_lock_whose_files_cannot_be_removed_is_released_all_the_same_and_names_them(tmp_path):
+    from harness.plugin.report_lock import ReportFolderLock
+
+    reports = tmp_path / "reports"
+    lock = ReportFolderLock(str(reports), command="pytest --matrix")
+    lock.acquire()
+    with _read_only(reports):
+        left = lock.release()
+    assert left == [str(reports / ".triton-compat-matrix.run"), str(reports / ".triton-compat-matrix.lock")]
+    assert not lock._lock.is_locked
+    again = ReportFolderLock(str(reports), command="pytest --matrix")
+    again.acquire()  # this process let it go: another run may take it now
+    assert again.release() == []
