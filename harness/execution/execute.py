@@ -36,6 +36,7 @@ from harness.execution.transfer import copied
 from harness.model.cell import Cell
 from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, ShippedKind, Wrapping
 from harness.model.errors import CaseError, HarnessError, Mismatch, first_line
+from harness.model.messages import PlainEager
 from harness.model.outcome import CaseCodeError, CellResult, Fault, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
 from harness.model.rows import Examples, Kind, Row
 from harness.model.settings import FULL_BATCH, Settings
@@ -177,8 +178,9 @@ settings.load_profile("tcm-cells")
 
 
 class Execution:
-    """One cell, run in this process. `announce(stage)` is told each stage before it is entered;
-    `broken_dtypes` (harness.environment.probe) are left out, and the result says why."""
+    """One cell, run in this process. `announce(stage, plain_eager)` is told each stage before it is entered (with what
+    the harness's check of the case's code in plain eager calls, while it does); `broken_dtypes`
+    (harness.environment.probe) are left out, and the result says why."""
 
     def __init__(
         self,
@@ -186,7 +188,7 @@ class Execution:
         case: Case,
         settings: Settings,
         device: str,
-        announce: Callable[[Stage], None] = lambda stage: None,
+        announce: Callable[[Stage, PlainEager | None], None] = lambda stage, plain_eager: None,
         broken_dtypes: dict[str, str] | None = None,
     ):
         self.cell, self.case, self.settings, self.announce = cell, case, settings, announce
@@ -340,10 +342,13 @@ class Execution:
         key = (case.name, "backward", dtype_name(case.dtypes[0]), self.run_device)
         if key not in _plain_eager:
             example = Example(case.dtypes[0], case.example_shape, seed=0)
+            self.announce(Stage.RUN, PlainEager("backward", case.autotune_configs))
             try:
                 problem = backward_check.misdeclared(case, example, self.run_device)
             except Exception:  # noqa: BLE001 - what the plain calls raise, the cell meets and measures
                 problem = None
+            finally:
+                self.announce(Stage.RUN, None)
             _plain_eager[key] = None if problem is None else _Raised(CaseError(case.name, problem), problem, "")
         raised = _plain_eager[key]
         if isinstance(raised, _Raised):
@@ -357,7 +362,8 @@ class Execution:
             call = wrappings.build(self.case, called)
         except Exception:  # noqa: BLE001 - the cell's wrap stage meets it again, and says why
             return None
-        self.announce(Stage.RUN)  # a launcher that crashes or hangs does so running
+        # A launcher that crashes does so running; one that hangs, in the harness's check, which the parent ends.
+        self.announce(Stage.RUN, PlainEager("launcher", self.case.autotune_configs))
         start = time.perf_counter()
         try:
             call(*inputs)
@@ -368,6 +374,7 @@ class Execution:
             return applicability.interpreter_scalar_limit(exc, self.environment) or self._raised_by_the_case(exc, called, example)
         finally:
             self.spent(Stage.RUN.value, time.perf_counter() - start)
+            self.announce(Stage.RUN, None)  # the check is over: the cell's own deadline again
         fault = _pending_device_fault()
         if fault is not None:
             raise _failure(Stage.RUN, fault) from fault
@@ -413,7 +420,7 @@ class Execution:
     @contextlib.contextmanager
     def stage(self, stage: Stage) -> Iterator[None]:
         """Announce a stage; whatever foreign exception is raised inside is a failure at it."""
-        self.announce(stage)
+        self.announce(stage, None)
         entered = time.perf_counter()
         try:
             yield
@@ -502,7 +509,7 @@ class Execution:
             finally:
                 self.result.timings.compile += time.perf_counter() - start
             self.artifacts[key] = train.step(built, self.case.no_grad_positions) if self.training else built
-            self.announce(Stage.RUN)
+            self.announce(Stage.RUN, None)
         return self.artifacts[key]
 
     def verify(self, artifact: Callable[..., Any], dtype: torch.dtype, inputs: tuple[Any, ...], same_buffers: bool = False) -> None:

@@ -47,7 +47,8 @@ def main(case_modules: list[str]) -> None:
         configs.restore()
         environment.restore()
         os.environ[profiling.CELL_ENV] = cell.id  # the processes the cell starts profile themselves under its name
-        execution = Execution(cell, case, settings, device, announce=lambda stage: child.send(Event(EventKind.STAGE, stage=stage)),
+        execution = Execution(cell, case, settings, device,
+                              announce=lambda stage, plain_eager: child.send(Event(EventKind.STAGE, stage=stage, plain_eager=plain_eager)),
                               broken_dtypes=broken)
         with profiling.profiled("runner"):
             result = execution.run()

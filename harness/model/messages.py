@@ -49,6 +49,14 @@ class EventKind(enum.Enum):
 
 
 @dataclass(frozen=True)
+class PlainEager:
+    """What the harness calls in plain eager before a cell's path, to find the case's own faults every style would meet."""
+
+    what: str  # "launcher", "backward"
+    configs: int = 0  # the autotuned configs its first call compiles
+
+
+@dataclass(frozen=True)
 class Event:
     """One event of the child's; the fields its kind carries are set, the others left at their defaults."""
 
@@ -56,6 +64,9 @@ class Event:
     device: str | None = None  # ready: where the cells run
     broken_dtypes: dict[str, str] = field(default_factory=dict)  # ready: dtypes left out here, with why
     stage: Stage | None = None  # stage: the one entered
+    # stage: the harness's check of the case's own code in plain eager (harness.execution.execute), entered with this
+    # stage: what it calls ("launcher", "backward") and its autotuned configs, which its first call compiles
+    plain_eager: PlainEager | None = None
     result: CellResult | None = None  # result
     # result: whether the case's code ran in the process (a cell its row does not apply to leaves it as it was)
     ran_case_code: bool = False
@@ -67,6 +78,8 @@ class Event:
         elif self.kind is EventKind.STAGE:
             assert self.stage is not None
             data["stage"] = self.stage.value
+            if self.plain_eager is not None:
+                data["plain_eager"] = {"what": self.plain_eager.what, "configs": self.plain_eager.configs}
         elif self.kind is EventKind.RESULT:
             assert self.result is not None
             data.update(result=self.result.to_json(), ran_case_code=self.ran_case_code)
@@ -79,7 +92,8 @@ class Event:
         if kind is EventKind.READY:
             return cls(kind, device=data["device"], broken_dtypes=data["broken_dtypes"])
         if kind is EventKind.STAGE:
-            return cls(kind, stage=Stage(data["stage"]))
+            checking = data.get("plain_eager")
+            return cls(kind, stage=Stage(data["stage"]), plain_eager=PlainEager(**checking) if checking else None)
         if kind is EventKind.RESULT:
             return cls(kind, result=CellResult.from_json(data["result"]), ran_case_code=data["ran_case_code"])
         return cls(kind)

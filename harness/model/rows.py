@@ -239,16 +239,23 @@ class Row(str, enum.Enum):
                           examples=Examples.DRAWN, outputs=("the result's .a", "the result's .b"))
 
 
+# How long the harness's check of a case's own code in plain eager (its launcher, its backward, called once before a
+# cell's path) may take before the case is charged with a hang every style would meet: PLAIN_EAGER_S, and for each
+# autotuned config its first call compiles, PLAIN_EAGER_CONFIG_S more (torchao's 27 configs took 184 s on one busy core).
+# `--cell-timeout plain_eager=S` sets the first.
+PLAIN_EAGER, PLAIN_EAGER_S, PLAIN_EAGER_CONFIG_S = "plain_eager", 120.0, 15.0
+
+
 def parse_timeouts(values: list[str]) -> dict[str, float]:
     """`--cell-timeout` values: "S" for every cell, or "ROW=S" with ROW a row (aoti_strict) or a kind
-    (aoti: both AOTInductor rows). Raises UsageError naming what to fix."""
-    names = {p.value for p in Row} | {k.value for k in Kind}
+    (aoti: both AOTInductor rows), or PLAIN_EAGER=S. Raises UsageError naming what to fix."""
+    names = {p.value for p in Row} | {k.value for k in Kind} | {PLAIN_EAGER}
     chosen: dict[str, float] = {}
     for value in values:
         row, _, seconds = value.rpartition("=")
         if row and row not in names:
-            raise UsageError(f"--cell-timeout {value!r}: unknown row {row!r}; give a row ({', '.join(p.value for p in Row)}) "
-                             f"or a kind ({', '.join(k.value for k in Kind)})")
+            raise UsageError(f"--cell-timeout {value!r}: unknown row {row!r}; give a row ({', '.join(p.value for p in Row)}), "
+                             f"a kind ({', '.join(k.value for k in Kind)}) or {PLAIN_EAGER}")
         try:
             chosen[row or "*"] = float(seconds)
         except ValueError:
@@ -256,6 +263,11 @@ def parse_timeouts(values: list[str]) -> dict[str, float]:
         if not 0 < chosen[row or "*"] < float("inf"):  # 0 or less would time every cell out before it starts
             raise UsageError(f"--cell-timeout {value!r}: give a number of seconds above 0 (for example {row + '=' if row else ''}600)")
     return chosen
+
+
+def plain_eager_timeout(chosen: dict[str, float], configs: int) -> float:
+    """How long the check of a case's code in plain eager may take, its autotuned `configs` compiled on the way."""
+    return chosen.get(PLAIN_EAGER, PLAIN_EAGER_S) + PLAIN_EAGER_CONFIG_S * configs
 
 
 def timeout_for(row: Row, chosen: dict[str, float]) -> float:

@@ -29,6 +29,7 @@ import pytest
 from harness.environment.machine import RECORDS_ENV
 from harness.model.cell import Cell
 from harness.model.outcome import Attempt, CellResult, Confirmation, Confirmed, Outcome
+from harness.model.rows import parse_timeouts
 from harness.model.settings import PROFILES, Settings
 from harness.plugin.options import case_specs, profile_name, run_caches, run_runner_template, run_zygote
 from harness.processes.runner import INDUCTOR_CACHE, Runner, runner_env
@@ -138,7 +139,7 @@ class Alone:
         # The machine's answers the run recorded (its Inductor CPU ISA probe: 26 s on the GPU runner), not a compile's.
         env[RECORDS_ENV] = os.path.join(run_caches(config), INDUCTOR_CACHE)
         self.runner = Runner(case_specs(config), self.workdir, env=env, cells_per_process=1, zygote=run_zygote(config),
-                             template=run_runner_template(config), own_caches=True)
+                             template=run_runner_template(config), own_caches=True, timeouts=parse_timeouts(config.getoption("cell_timeout")))
 
     def prepare(self) -> None:
         """Start the first runner process now, before any cell asks for it."""

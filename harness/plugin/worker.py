@@ -106,7 +106,7 @@ class MatrixWorker:
                              profile_dir=self.config.getoption("profile_dir"))
             self._runner = Runner(case_specs(self.config), workdir, env=env,
                                   cells_per_process=cells_per_process(self.config) or None, zygote=run_zygote(self.config),
-                                  template=run_runner_template(self.config))
+                                  template=run_runner_template(self.config), timeouts=parse_timeouts(self.config.getoption("cell_timeout")))
             if confirmation.policy(self.config) != "none":  # its first process starts beside the runner's, not when a cell waits
                 self.alone.prepare()
         return self._runner

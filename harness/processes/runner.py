@@ -38,8 +38,9 @@ from typing import Any
 from harness.authoring import registry
 from harness.model.cell import Cell
 from harness.model.errors import RunnerDied
-from harness.model.messages import CellRequest, Event, EventKind
-from harness.model.outcome import CellResult, Outcome, Stage
+from harness.model.messages import CellRequest, Event, EventKind, PlainEager
+from harness.model.outcome import CellResult, Fault, Outcome, Stage
+from harness.model.rows import PLAIN_EAGER, plain_eager_timeout
 from harness.model.settings import Settings
 from harness.processes import autotune_timing, profiling
 from harness.processes.helper_process import (
@@ -116,6 +117,12 @@ class _Watch:
     stage: Stage = Stage.SETUP
     result: CellResult | None = None
     done: bool = False
+    # Where the cell is in the harness's check of the case's code in plain eager (its launcher, its backward), what that
+    # calls and how long it may take: the deadline is then the check's, and past it the hang is the case's.
+    plain_eager: PlainEager | None = None
+    plain_eager_s: float = 0.0
+    plain_eager_cut: bool = False  # the cell's own deadline came first
+    cell_deadline: float = 0.0  # the cell's own deadline, which the check's never extends
 
 
 class Runner:
@@ -130,6 +137,7 @@ class Runner:
         zygote: str | None = None,
         template: str | None = None,
         own_caches: bool = False,
+        timeouts: dict[str, float] | None = None,
     ):
         self.case_modules = list(case_modules)
         # Each runner process with empty compile caches of its own, in a folder of `workdir` removed once it ends (a cell
@@ -141,6 +149,7 @@ class Runner:
         self.cells_per_process = cells_per_process
         self.start_timeout = start_timeout
         self.standby = standby
+        self.timeouts = timeouts or {}  # --cell-timeout's, for the check of a case's code in plain eager (PLAIN_EAGER)
         self._zygote = Zygote(zygote) if zygote else None  # the run's, at the socket `zygote`
         # The run's runner template (harness.processes.runner_template), at the socket `template`, which its zygote bound
         # at its start: not there, or gone, in a moment, and the runners are forked from the zygote.
@@ -324,7 +333,8 @@ class Runner:
             self.stop()
             started = self._start()
         assert self._proc and self._proc.stdin
-        watch = _Watch(cell, timeout, log_offset=self._capped_log(), deadline=time.monotonic() + timeout)
+        deadline = time.monotonic() + timeout
+        watch = _Watch(cell, timeout, log_offset=self._capped_log(), deadline=deadline, cell_deadline=deadline)
         last = bool(self.cells_per_process) and self._served + 1 >= self.cells_per_process
         self._proc.stdin.write(CellRequest(cell, settings, last=last).line())
         self._proc.stdin.flush()
@@ -348,7 +358,13 @@ class Runner:
 
     def _on_stage(self, watch: _Watch, event: Event) -> None:
         assert event.stage is not None
-        watch.stage = event.stage
+        watch.stage, watch.plain_eager = event.stage, event.plain_eager
+        if event.plain_eager is not None:
+            now, allowed = time.monotonic(), plain_eager_timeout(self.timeouts, event.plain_eager.configs)
+            watch.deadline = min(watch.cell_deadline, now + allowed)
+            watch.plain_eager_s, watch.plain_eager_cut = watch.deadline - now, watch.cell_deadline < now + allowed
+        else:
+            watch.deadline = watch.cell_deadline
 
     def _on_result(self, watch: _Watch, event: Event) -> None:
         watch.result = event.result
@@ -396,7 +412,10 @@ class Runner:
         tail = self._log_tail(watch.log_offset)
         result = CellResult(watch.cell, Outcome.CRASH, stage=stage)
         result.log_tail = tail
-        if timed_out:
+        if timed_out and watch.plain_eager is not None:
+            result.outcome, result.fault = Outcome.ERROR, Fault.CASE
+            result.message = hung_in_plain_eager(watch.plain_eager, watch.plain_eager_s, watch.cell.row.value if watch.plain_eager_cut else PLAIN_EAGER)
+        elif timed_out:
             result.outcome = Outcome.TIMEOUT
             result.message = f"no result after {watch.timeout:.0f} s, during {stage.value}"
         else:
@@ -410,6 +429,16 @@ class Runner:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def hung_in_plain_eager(checking: PlainEager, seconds: float, limit: str) -> str:
+    """The case's error where its own code, called once in plain eager before the cell's path, did not return within
+    `seconds`, the limit `--cell-timeout limit=S` sets (the check's, or the cell's where it came first)."""
+    what = "the launcher" if checking.what == "launcher" else f"the case's {checking.what}"
+    return (f"{what} did not return within {seconds:.0f} s, called once in plain eager on the case's example input, before any "
+            f"compile or wrapping: every style and row meets this hang, so it is the case's. Fix: make {what} return "
+            "(a loop that never ends, a wait on something that never comes, a kernel that spins); if it is only slow, "
+            f"give it longer with --cell-timeout {limit}=SECONDS")
 
 
 # What glibc prints as it aborts on a corrupted heap ("malloc(): corrupted top size", "free(): invalid pointer",

@@ -236,6 +236,17 @@ def _segfault():
     ctypes.string_at(0)
 
 
+_CALLS_IN_THIS_PROCESS = [0]
+
+
+def _hang_past_the_first_call():
+    """Hang in every call of the process but its first, which is the harness's check of the launcher in plain eager
+    before the cell's path: the path's call hangs, a timeout (one that hangs in the check is the case's error)."""
+    _CALLS_IN_THIS_PROCESS[0] += 1
+    if _CALLS_IN_THIS_PROCESS[0] > 1:
+        _hang()
+
+
 def _hang():
     marker = os.environ.get("TCM_PLANTED_HANGING")
     if marker:  # tells a test that the run is now stuck in this cell, and in which process
@@ -344,7 +355,7 @@ CASES = [
     _planted("planted_raises_at_trace", copy_kernel, _copy_then(_raise_when_traced)),
     _planted("planted_segfault", copy_kernel, _copy_then(_segfault)),
     _planted("planted_abort", copy_kernel, _copy_then(os.abort)),
-    _planted("planted_hang", copy_kernel, _copy_then(_hang)),
+    _planted("planted_hang", copy_kernel, _copy_then(_hang_past_the_first_call)),
     _planted("planted_spins", spin_kernel, _launch_with("spin_kernel")),
     _planted("planted_out_of_memory", copy_kernel, _launch_after_exhausting_memory),
     _planted("planted_kills_worker", copy_kernel, _copy_then(_kill_pytest_worker)),

@@ -5,6 +5,8 @@ a path, the control's as well as the styles', is the environment's.
 Not part of the default chart: the matrix loads them only when named with `--cases`.
 """
 
+import time
+
 import torch
 import triton
 import triton.language as tl
@@ -60,6 +62,12 @@ def _copy_times_a_longer_vector(k, x: torch.Tensor) -> torch.Tensor:
     return _copy(k, x) @ torch.ones(x.shape[0] + 1, dtype=x.dtype, device=x.device)
 
 
+def _copy_after_waiting_for_ever(k, x: torch.Tensor) -> torch.Tensor:
+    while True:  # a wait on something that never comes: every call hangs, in plain eager as in every style
+        time.sleep(0.05)
+    return _copy(k, x)
+
+
 def _graph_break_then_copy(k, x: torch.Tensor) -> torch.Tensor:
     torch._dynamo.graph_break()  # nothing in plain eager; compiled with fullgraph=True, torch refuses it
     return _copy(k, x)
@@ -81,6 +89,7 @@ CASES = [
     _planted("blame_ok", copy_kernel, _copy),
     _planted("blame_missing_argument", copy_kernel, _copy_without_n_elements),
     _planted("blame_launcher_raises", copy_kernel, _copy_checking_size),
+    _planted("blame_launcher_hangs", copy_kernel, _copy_after_waiting_for_ever),
     _planted("blame_misspelt_kernel", copy_kernel, _copy_through_a_misspelt_name),
     _planted("blame_torch_refuses", copy_kernel, _copy_times_a_longer_vector),
     _planted("blame_libdevice", tanh_kernel, _tanh, reference=torch.tanh),
