@@ -36,6 +36,15 @@ DTYPES: Mapping[str, torch.dtype] = MappingProxyType(
 )
 
 
+
+def _tensor_or_none(annotation: Any) -> bool:
+    """Whether a launcher's annotated result is a tensor (or an optional one): what every wrapping style can return."""
+    if annotation is torch.Tensor or annotation is type(None):
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return all(_tensor_or_none(a) for a in typing.get_args(annotation))
+    return False
+
 @dataclass(frozen=True)
 class Tolerance:
     atol: float
@@ -371,6 +380,12 @@ class Case:
             if Ellipsis not in typing.get_args(annotated) and len(count) != len(self.returns):
                 raise CaseError(self.name, f"returns names {len(self.returns)} results but the launcher is annotated to return "
                                            f"{len(count)}: name each element of its tuple, in order")
+            for name, kind in zip(self.returns, count):
+                if not _tensor_or_none(kind):
+                    raise CaseError(self.name, f"returns names {name!r}, which the launcher is annotated to return as "
+                                               f"{getattr(kind, '__name__', kind)}: the wrapping styles carry only tensors between "
+                                               "a forward and its backward (returns=, takes=), so no operator style could return it; "
+                                               f"return {name!r} as a tensor, or compute it where it is needed (in the backward)")
 
     def _check_backward(self) -> None:
         """The backward, where one is given: its signature, its kernels, reached by its launcher."""

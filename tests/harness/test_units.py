@@ -54,6 +54,14 @@ def _launch_returning_two(k, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     return x, x
 
 
+def _launch_returning_a_block_size(k, x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    return x, 64  # a library's launcher hands its backward the BLOCK_SIZE it chose
+
+
+def _launch_returning_an_optional(k, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    return x, None
+
+
 def _case(**overrides):
     fields = dict(
         name="good", kernels=(copy_kernel,), launch=_launch_with("copy_kernel"), reference=lambda x: x.clone(),
@@ -116,6 +124,9 @@ def test_string_annotations_are_read_as_the_types_they_name_and_an_unknown_name_
         (dict(returns=("y", "x")), "returns names 'x': give each result a Python name that is not an input's"),
         (dict(returns=("y", "rstd")), "returns names 2 results but the launcher is annotated to return one tensor"),
         (dict(outputs=("y",)), "outputs= picks among the launcher's results: name them all first"),
+        (dict(launch=_launch_returning_a_block_size, returns=("y", "block")),
+         "returns names 'block', which the launcher is annotated to return as int: the wrapping styles carry only tensors "
+         "between a forward and its backward .*return 'block' as a tensor, or compute it where it is needed"),
         (dict(launch=_launch_returning_two, returns=("y", "rstd"), outputs=("z",)), "outputs \\['z'\\] must name results of returns"),
         # 0.01 is no float32: hypothesis refuses the strategy when it first draws from it
         (dict(launch=_launch_with_scale, reference=lambda x, scale: x * scale,
@@ -130,6 +141,10 @@ def test_malformed_cases_name_the_case_and_the_fix(overrides, problem):
     with pytest.raises(CaseError, match=problem) as info:
         _case(**overrides).check()
     assert "case '" in str(info.value)
+
+
+def test_a_launcher_may_return_an_optional_tensor_beside_its_tensor():
+    _case(launch=_launch_returning_an_optional, returns=("y", "maybe"), reference=lambda x: (x.clone(), None)).check()
 
 
 def test_every_builtin_case_loads_and_duplicates_are_reported():
