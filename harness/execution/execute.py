@@ -247,6 +247,7 @@ class Execution:
     def _execute(self) -> None:
         os.makedirs(self.settings.workdir, exist_ok=True)
         try:
+            self._reference_in_plain_eager()
             self._launcher_in_plain_eager()
             self._backward_in_plain_eager()
         except _DECIDED as exc:
@@ -331,6 +332,24 @@ class Execution:
                 raise _NotTestedHere(raised)
             if raised is not None:
                 raise LauncherRaised(Stage.RUN, raised.error, raised.explained, raised.where)
+
+    def _reference_in_plain_eager(self) -> None:
+        """Call the case's reference once, plain, on the first dtype's example input, once a runner process per case and
+        device, within the check's deadline (the parent's): a reference that never returns is the case's error in every
+        cell, the control's too, not each cell's timeout. What it raises, the cell meets and records where it checks."""
+        case = self.case
+        key = (case.name, "reference", dtype_name(case.dtypes[0]), self.run_device)
+        if key in _plain_eager:
+            return
+        example = Example(case.dtypes[0], case.example_shape, seed=0)
+        self.announce(Stage.REFERENCE, PlainEager("reference"))
+        try:
+            case.reference_outputs(*case.inputs(example, self.run_device))
+        except Exception:  # noqa: BLE001 - what the reference raises, the cell meets and measures
+            pass
+        finally:
+            self.announce(Stage.SETUP, None)
+        _plain_eager[key] = None
 
     def _backward_in_plain_eager(self) -> None:
         """Raise the case's error where its backward, which this training cell's operator style registers as an

@@ -52,7 +52,7 @@ class EventKind(enum.Enum):
 class PlainEager:
     """What the harness calls in plain eager before a cell's path, to find the case's own faults every style would meet."""
 
-    what: str  # "launcher", "backward"
+    what: str  # "launcher", "backward", "reference"
     configs: int = 0  # the autotuned configs its first call compiles
 
 

@@ -435,8 +435,8 @@ def hung_in_plain_eager(checking: PlainEager, seconds: float, limit: str) -> str
     """The case's error where its own code, called once in plain eager before the cell's path, did not return within
     `seconds`, the limit `--cell-timeout limit=S` sets (the check's, or the cell's where it came first)."""
     what = "the launcher" if checking.what == "launcher" else f"the case's {checking.what}"
-    return (f"{what} did not return within {seconds:.0f} s, called once in plain eager on the case's example input, before any "
-            f"compile or wrapping: every style and row meets this hang, so it is the case's. Fix: make {what} return "
+    before = "before any compile or wrapping" if checking.what != "reference" else "before the cell's path"
+    return (f"{what} did not return within {seconds:.0f} s, called once in plain eager on the case's example input, {before}: every style and row meets this hang, so it is the case's. Fix: make {what} return "
             "(a loop that never ends, a wait on something that never comes, a kernel that spins); if it is only slow, "
             f"give it longer with --cell-timeout {limit}=SECONDS")
 

@@ -68,6 +68,12 @@ def _copy_after_waiting_for_ever(k, x: torch.Tensor) -> torch.Tensor:
     return _copy(k, x)
 
 
+def _reference_waiting_for_ever(x: torch.Tensor) -> torch.Tensor:
+    while True:  # the case's plain PyTorch answer never comes: every cell, the control's too, meets it
+        time.sleep(0.05)
+    return x.clone()
+
+
 def _graph_break_then_copy(k, x: torch.Tensor) -> torch.Tensor:
     torch._dynamo.graph_break()  # nothing in plain eager; compiled with fullgraph=True, torch refuses it
     return _copy(k, x)
@@ -90,6 +96,7 @@ CASES = [
     _planted("blame_missing_argument", copy_kernel, _copy_without_n_elements),
     _planted("blame_launcher_raises", copy_kernel, _copy_checking_size),
     _planted("blame_launcher_hangs", copy_kernel, _copy_after_waiting_for_ever),
+    _planted("blame_reference_hangs", copy_kernel, _copy, reference=_reference_waiting_for_ever),
     _planted("blame_misspelt_kernel", copy_kernel, _copy_through_a_misspelt_name),
     _planted("blame_torch_refuses", copy_kernel, _copy_times_a_longer_vector),
     _planted("blame_libdevice", tanh_kernel, _tanh, reference=torch.tanh),

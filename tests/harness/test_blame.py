@@ -184,11 +184,14 @@ def test_a_case_whose_launcher_raises_fails_the_run_and_every_other_case_still_r
         assert recorded[cell]["outcome"] == "pass", (cell, recorded[cell]["message"])
 
 
-def test_a_launcher_that_hangs_in_plain_eager_is_the_case_s_error_with_its_fix_after_the_check_s_own_deadline(tmp_path):
-    """The harness calls the launcher once in plain eager before the cell's path: one that never returns is ended at that
-    check's deadline (--cell-timeout plain_eager=S), not the cell's, and charted as the case's error in every style and
-    row, not as the styles' timeouts; the control, which runs no launcher, passes."""
+def test_a_launcher_or_reference_that_hangs_in_plain_eager_is_the_case_s_error_with_its_fix_after_the_check_s_own_deadline(tmp_path):
+    """The harness calls the reference and the launcher once in plain eager before the cell's path: one that never returns
+    is ended at that check's deadline (--cell-timeout plain_eager=S), not the cell's, and charted as the case's error in
+    every style and row, not as the styles' timeouts; where only the launcher hangs, the control, which runs no
+    launcher, passes."""
     cells = [f"blame_launcher_hangs-{style}-{row}" for style in ("raw", "triton_op", "control") for row in ROWS] + ["blame_ok-raw-eager"]
+    hung_reference = ["blame_reference_hangs-raw-eager", "blame_reference_hangs-control-eager"]
+    cells += hung_reference
     reports = tmp_path / "reports"
     began = time.monotonic()
     proc = run_python(
@@ -200,7 +203,12 @@ def test_a_launcher_that_hangs_in_plain_eager_is_the_case_s_error_with_its_fix_a
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-2000:]  # a case's error fails the run, as one that raises
     recorded = {c["cell"]: c for c in json.loads((reports / "results.json").read_text())["cells"]}
     assert sorted(recorded) == sorted(cells)
-    for cell in cells:
+    for cell in hung_reference:  # a reference that never returns: the case's error in every cell, the control's too
+        got = recorded[cell]
+        assert (got["outcome"], got["stage"], got["fault"]) == ("error", "reference", "case"), (cell, got["outcome"], got["message"])
+        assert got["message"].startswith("the case's reference did not return within 3 s, called once in plain eager on the "
+                                         "case's example input, before the cell's path: every style and row meets this hang"), got["message"]
+    for cell in set(cells) - set(hung_reference):
         got = recorded[cell]
         if "-control-" in cell or cell.startswith("blame_ok"):
             assert got["outcome"] == "pass", (cell, got["message"])
@@ -210,7 +218,7 @@ def test_a_launcher_that_hangs_in_plain_eager_is_the_case_s_error_with_its_fix_a
                                          "example input, before any compile or wrapping: every style and row meets this hang, "
                                          "so it is the case's. Fix: make the launcher return"), got["message"]
         assert got["message"].endswith("give it longer with --cell-timeout plain_eager=SECONDS")
-    assert time.monotonic() - began < 300  # four checks ended at 3 s each, not at the rows' own limits (300 s, 600 s)
+    assert time.monotonic() - began < 300  # six checks ended at 3 s each, not at the rows' own limits (300 s, 600 s)
     matrix = (reports / "MATRIX.md").read_text()
     assert "| timeout @" not in matrix and matrix.count("| `blame_launcher_hangs-") == 4, matrix  # each a case error, none a timeout
 
