@@ -147,7 +147,7 @@ def _refuse_outputs_not_ours(args: argparse.Namespace) -> None:
     """OutputNotWritten before any work where an output named on the command line is something other than a regular
     file (or a folder, for the commands that write a folder) or nothing: /dev/full, a pipe, a link."""
     out = getattr(args, "out", None)
-    if not out or args.command in _RUN_PYTEST and args.command != "bench":
+    if not out or (args.command in _RUN_PYTEST and args.command != "bench"):  # run, repeat: pytest's own, or folders
         return
     if args.command == "report" or (args.command == "repro" and args.check):
         results_file.refuse_unless_folder(out)

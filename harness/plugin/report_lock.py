@@ -59,9 +59,7 @@ class ReportFolderLock:
         except (OSError, OutputNotWritten) as exc:
             self._made_folder = self._made_folder and os.path.isdir(self.folder)
             self._forget_folder()
-            why = f"{exc.strerror}" if isinstance(exc, OSError) and exc.strerror else str(exc)
-            raise ReportFolderUnwritable(f"the report folder {self.folder} cannot be written ({why}): give --report-dir a "
-                                         "folder this user can write") from None
+            raise self._unwritable(exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) from None
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
                   "command": self.command}
         try:
@@ -69,8 +67,11 @@ class ReportFolderLock:
                 json.dump(holder, f)
         except OSError as exc:
             self.release()
-            raise ReportFolderUnwritable(f"the report folder {self.folder} cannot be written ({exc.strerror}): give "
-                                         "--report-dir a folder this user can write") from None
+            raise self._unwritable(exc.strerror or str(exc)) from None
+
+    def _unwritable(self, why: str) -> ReportFolderUnwritable:
+        return ReportFolderUnwritable(f"the report folder {self.folder} cannot be written ({why}): give --report-dir a folder "
+                                      "this user can write")
 
     def release(self) -> list[str]:
         """Let the folder go. The lock is the kernel's and goes with its file descriptor whatever happens; its files
