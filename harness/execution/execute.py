@@ -23,6 +23,7 @@ import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from torch._dynamo.utils import counters
+from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
 from harness.authoring.case import Case, Example, dtype_name
 from harness.execution import applicability, backward_check, builders, degradation, perf, subsystems
@@ -177,6 +178,27 @@ settings.register_profile("tcm-cells", phases=CHECKED_PHASES)
 settings.load_profile("tcm-cells")
 
 
+def as_a_new_process(case: Case) -> None:
+    """Torch's and Triton's process-wide state as a new process has it, before a cell of `case` builds anything: what
+    an earlier cell of this runner left would otherwise reach this one (Dynamo's compiled code and counters, the
+    kernels torch traced, the configs the case's autotuners chose)."""
+    torch._dynamo.reset()
+    # torch 2.11's reset leaves the table of the Triton kernels Dynamo traced (later releases empty it there), and
+    # aot_compile saves the whole table with the function it compiled. Measured on one H200: once an earlier cell
+    # of a process left a constant argument pickle refuses, every later precompile_fresh cell of that process,
+    # controls too, failed at save (`Can't pickle local object 'WeakValueDictionary.__init__.<locals>.remove'`)
+    # where alone it passed (26 cells), and a saved function carried other cases' kernels, naming their modules for
+    # the new process to import. A new process starts with the table empty.
+    kernel_side_table.reset_table()
+    counters.clear()
+    # An autotuner keeps the config it chose for each key for the life of the process. Left alone, a cell
+    # after another cell of the same case in this runner would not time the configs again, and what timing
+    # them does (every config run on the cell's own tensors: why reset_to_zero and restore_value exist)
+    # would depend on which cells this runner served before. Every cell starts as a new process does.
+    for autotuner in case.autotuners:
+        autotuner.cache.clear()
+
+
 class Execution:
     """One cell, run in this process. `announce(stage, plain_eager)` is told each stage before it is entered (with what
     the harness's check of the case's code in plain eager calls, while it does); `broken_dtypes`
@@ -256,15 +278,7 @@ class Execution:
         except _NotTestedHere as exc:
             self.result.outcome, self.result.message = Outcome.SKIPPED, str(exc)
             return
-        torch._dynamo.reset()
-
-        counters.clear()
-        # An autotuner keeps the config it chose for each key for the life of the process. Left alone, a cell
-        # after another cell of the same case in this runner would not time the configs again, and what timing
-        # them does (every config run on the cell's own tensors: why reset_to_zero and restore_value exist)
-        # would depend on which cells this runner served before. Every cell starts as a new process does.
-        for autotuner in self.case.autotuners:
-            autotuner.cache.clear()
+        as_a_new_process(self.case)
         wrappings.take_unpoisoned()
         with (_captured_warnings(self.result), degradation.watching(self.case.kernels) as watch,
               torch._inductor.config.patch(post_grad_custom_post_pass=self.observer.inductor_pass())):

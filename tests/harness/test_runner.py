@@ -50,6 +50,32 @@ def test_every_cell_times_an_autotuned_kernel_again_as_a_new_process_would(run_p
     assert again.example == first.example
 
 
+def test_a_cell_finds_torch_s_triton_kernel_table_empty_as_a_new_process_does_on_a_torch_whose_reset_keeps_it(monkeypatch):
+    # torch 2.11's torch._dynamo.reset() leaves the table of the Triton kernels Dynamo traced; aot_compile saves the
+    # whole table with what it compiled, so an earlier cell's entry that pickle refuses (a WeakValueDictionary, as a
+    # fake tensor holds one) failed every later precompiled save of the process. Here reset keeps it, as 2.11's does.
+    import pickle
+    import weakref
+
+    from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
+
+    from harness.execution.execute import as_a_new_process
+
+    reset = torch._dynamo.reset
+
+    def reset_keeping_the_table():
+        kept = (dict(kernel_side_table.id_to_kernel), dict(kernel_side_table.kernel_to_id), dict(kernel_side_table.constant_args))
+        reset()
+        kernel_side_table.id_to_kernel, kernel_side_table.kernel_to_id, kernel_side_table.constant_args = kept
+
+    monkeypatch.setattr(torch._dynamo, "reset", reset_keeping_the_table)
+    kernel_side_table.add_constant_args({"left_by_an_earlier_cell": weakref.WeakValueDictionary()})
+    with pytest.raises(Exception, match="WeakValueDictionary"):
+        pickle.dumps(dict(kernel_side_table.constant_args))
+    as_a_new_process(registry.load([registry.BUILTIN + ".add"]).cases["add"])
+    assert (kernel_side_table.id_to_kernel, kernel_side_table.kernel_to_id, kernel_side_table.constant_args) == ({}, {}, {})
+
+
 def test_a_kernel_autotuned_by_triton_s_own_benchmarker_is_not_tested_where_the_autotuner_cannot_run(run_planted):
     # Triton's CPU interpreter has no driver to time configs on: a limit of the machine, said as such, not a
     # failure counted against a style. The control runs no kernel and still measures the row; on a GPU the cell runs.
