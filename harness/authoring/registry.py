@@ -144,8 +144,11 @@ def import_root(path: str) -> str:
 
 
 def search_path() -> str:
-    """This process's sys.path as PYTHONPATH, for a child process that must import the case modules as this one does."""
-    return os.pathsep.join(p for p in sys.path if p)
+    """This process's sys.path as PYTHONPATH, for a child process that must import the case modules as this one does.
+    An empty entry is this process's working folder (a run given `--cases=pkg`, started beside the package, finds the
+    package through it): written out, since the child runs in a folder of its own, where a module beside the package
+    (which the case's module imports its kernel from) would not be found."""
+    return os.pathsep.join(p or os.getcwd() for p in sys.path)
 
 
 def importable(folder: str) -> None:

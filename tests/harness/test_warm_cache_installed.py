@@ -83,6 +83,65 @@ def test_a_library_kernel_is_edited_in_its_module_as_imported_and_no_module_of_t
     assert seen["executions"] == {"tcm_fake_library": 1, "tcm_fake_library.helpers": 1, "tcm_fake_library.kernels": 1}
 
 
+BESIDE_THE_PACKAGE = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def beside_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+"""
+
+PACKAGE_CASE = """
+import torch
+import triton
+
+from harness import Case, inputs
+from tcm_beside_kernels import beside_add_kernel
+
+
+def launch(k, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    out = k.empty_like(x)
+    k.beside_add_kernel[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+    return out
+
+
+CASE = Case(name="beside_add", kernels=(beside_add_kernel,), launch=launch, reference=lambda x, y: x + y,
+            make_inputs=inputs.randn(2), shapes=inputs.shapes(1 << 12), example_shape=(300,), max_batch=1 << 12)
+"""
+
+LOAD_THE_BESIDE_EDIT = """
+import json, sys
+from harness.execution.warm_cache import Edit, load_edited_case
+case = load_edited_case(Edit.from_json(json.load(open(sys.argv[1]))))
+print(json.dumps({"source": case.kernels[0].src}))
+"""
+
+
+def test_a_package_given_by_name_from_its_folder_finds_the_module_beside_it_in_the_new_process(tmp_path, monkeypatch):
+    # `--cases=tcm_beside_pkg` run from the folder that holds the package and, beside it, the module its case imports its
+    # kernel from: both are found through sys.path's empty entry, the run's working folder. The new process works in
+    # a folder of its own, so that entry must reach it written out (on one H200 the row was the harness's error:
+    # `module shared_kernels (of kernel add_kernel) cannot be imported in the new process`).
+    (tmp_path / "tcm_beside_pkg").mkdir()
+    (tmp_path / "tcm_beside_pkg" / "__init__.py").write_text("")
+    (tmp_path / "tcm_beside_pkg" / "kernels.py").write_text(PACKAGE_CASE)
+    (tmp_path / "tcm_beside_kernels.py").write_text(BESIDE_THE_PACKAGE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", *sys.path])
+    loaded = registry.load(["tcm_beside_pkg"])
+    assert not loaded.problems, loaded.problems
+    request = edit_request(loaded.cases["beside_add"], "raw")
+    (tmp_path / "request.json").write_text(json.dumps(request.to_json()))
+
+    seen = json.loads(_in_new_python(LOAD_THE_BESIDE_EDIT, str(tmp_path / "request.json")))
+
+    assert f"    {marker('beside_add_kernel')} = 2; offsets = tl.program_id(0)" in seen["source"]
+
+
 LOAD_THE_ADAPTED_EDIT = """
 import json, sys
 from harness.execution.warm_cache import Edit, load_edited_case
