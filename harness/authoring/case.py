@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -16,14 +15,13 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import torch
-from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from torch._library.custom_ops import CustomOpDef
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import KernelInterface
 
-from harness.authoring.launcher import takes_namespace, unreached
+from harness.authoring.launcher import takes_namespace
 from harness.model.columns import ShippedKind
 from harness.model.errors import CaseError, described
 
@@ -36,14 +34,6 @@ DTYPES: Mapping[str, torch.dtype] = MappingProxyType(
 )
 
 
-
-def _tensor_or_none(annotation: Any) -> bool:
-    """Whether a launcher's annotated result is a tensor (or an optional one): what every wrapping style can return."""
-    if annotation is torch.Tensor or annotation is type(None):
-        return True
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return all(_tensor_or_none(a) for a in typing.get_args(annotation))
-    return False
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -135,23 +125,10 @@ def without_namespace(fn: Callable[..., Any], signature: inspect.Signature) -> i
     return signature.replace(parameters=params[1:] if takes_namespace(fn) else params)
 
 
-def _is_optional_tensor(annotation: Any) -> bool:
+def is_optional_tensor(annotation: Any) -> bool:
     """Optional[torch.Tensor], Union[torch.Tensor, None] or torch.Tensor | None."""
     args = typing.get_args(annotation)
     return typing.get_origin(annotation) in (typing.Union, types.UnionType) and set(args) == {torch.Tensor, type(None)}
-
-
-def _simplest(case: str, field: str, strategy: st.SearchStrategy[Any]) -> Any:
-    """The simplest value a strategy gives (hypothesis' find, deterministic): a strategy hypothesis rejects
-    raises here, as the case's problem, naming the field."""
-    # Hypothesis generates the simplest example first: one example, no shrinking, about 20 ms.
-    once = settings(database=None, derandomize=True, max_examples=1, phases=[Phase.generate], deadline=None,
-                    suppress_health_check=list(HealthCheck))
-    try:
-        return find(strategy, lambda _: True, settings=once)
-    except Exception as exc:  # noqa: BLE001 - whatever hypothesis says of the author's strategy
-        raise CaseError(case, f"{field}: hypothesis cannot draw from {strategy!r}: {described(exc)}; "
-                              "fix the strategy") from None
 
 
 @dataclass(frozen=True)
@@ -267,226 +244,6 @@ class Case:
     description: str = ""
     module: str = ""
 
-    def check(self) -> None:
-        """Raise CaseError naming this case, its first problem and the fix. The registry calls it, so one
-        malformed case is left out and reported while its neighbours still run."""
-        self._check_given()
-        self._check_dtypes_and_sizes()
-        params = self.input_parameters()
-        self._check_signature(params)
-        self._check_results(params)
-        self._check_backward()
-        self._check_inputs(params)
-
-    def _check_given(self) -> None:
-        """What every case gives: a name, its functions, kernels, shapes and example."""
-        if not isinstance(self.name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", self.name):
-            raise CaseError(str(self.name), "name must be lower_snake_case letters, digits and '_'")
-        for attr, what in (
-            ("launch", "the launcher, launch(k, *inputs), that calls the kernels"),
-            ("reference", "the same computation in plain PyTorch, reference(*inputs)"),
-            ("make_inputs", "make_inputs(shape, dtype, device, generator) returning the launcher's inputs"),
-            ("shapes", "a hypothesis strategy of input shapes, e.g. inputs.shapes(4096)"),
-        ):
-            if getattr(self, attr) is None:
-                raise CaseError(self.name, f"no {attr}: give {attr}=, {what}")
-        if not self.example_shape:
-            raise CaseError(self.name, "no example_shape: give the shape export and AOTInductor trace with, e.g. (300,)")
-        if not self.kernels:
-            raise CaseError(self.name, "kernels is empty: list the @triton.jit kernels the launcher calls")
-        for kernel in self.kernels:
-            try:
-                kernel_name(kernel)
-            except TypeError as exc:
-                raise CaseError(self.name, str(exc)) from None
-        for attr in ("launch", "reference", "make_inputs"):
-            if not callable(getattr(self, attr)):
-                raise CaseError(self.name, f"{attr} must be a function")
-        self._check_reached(self.launch, self.kernels, "launcher")
-        if self.shipped is not None and not callable(self.shipped):
-            raise CaseError(self.name, "shipped must be the library's op: a torch.library operator, an autograd.Function's "
-                                       "apply, or a function")
-        if not isinstance(self.shapes, st.SearchStrategy):
-            raise CaseError(self.name, "shapes must be a hypothesis strategy of shape tuples")
-        if len(self.example_shape) < 1 or self.example_shape[0] < 2:
-            raise CaseError(self.name, "example_shape needs a batch (dim 0) of at least 2, or export specialises it")
-        if not 1 <= self.min_batch <= self.example_shape[0] <= self.max_batch:
-            raise CaseError(self.name, f"min_batch {self.min_batch} must lie in 1..example_shape's batch ({self.example_shape[0]}), "
-                                       f"and that at most max_batch ({self.max_batch})")
-        if self.benchmark_batch is not None and not 1 <= self.benchmark_batch <= self.max_batch:
-            raise CaseError(self.name, f"benchmark_batch {self.benchmark_batch} must lie in 1..max_batch ({self.max_batch})")
-
-    def _check_dtypes_and_sizes(self) -> None:
-        """The dtypes, each with a tolerance, and the dims that vary."""
-        if not self.dtypes:
-            raise CaseError(self.name, "dtypes is empty")
-        for dim, largest in self.dynamic_dims.items():
-            if not isinstance(dim, int) or not 1 <= dim < len(self.example_shape):
-                raise CaseError(self.name, f"dynamic_dims names dim {dim!r}: give dims 1..{len(self.example_shape) - 1} of "
-                                           f"example_shape {self.example_shape} (dim 0 is the batch, always dynamic)")
-            if self.example_shape[dim] < 2 or largest < self.example_shape[dim]:
-                raise CaseError(self.name, f"dynamic_dims[{dim}]: example_shape's size there ({self.example_shape[dim]}) must be "
-                                           f"at least 2 (or export specialises it) and at most its largest size {largest}")
-        for dtype in self.dtypes:
-            if not isinstance(dtype, torch.dtype):
-                raise CaseError(self.name, f"unknown dtype {dtype!r}: give torch dtypes, e.g. torch.float16 (known: {', '.join(DTYPES)})")
-            if dtype not in DEFAULT_TOLERANCES and dtype not in self.tolerances:
-                raise CaseError(self.name, f"dtype {dtype} has no default tolerance: give one in tolerances")
-
-    def _check_signature(self, params: list[inspect.Parameter]) -> None:
-        """The launcher's parameters and result, annotated (the schema is inferred from them), or the schema given."""
-        for p in params:
-            if p.annotation is inspect.Parameter.empty:
-                raise CaseError(self.name, f"launcher parameter {p.name!r} needs a type annotation (the schema is inferred), "
-                                           "or give the case schema=\"(Tensor x, ...) -> Tensor\"")
-        if self.signature.return_annotation is inspect.Signature.empty:
-            raise CaseError(self.name, "launcher needs a return annotation (-> torch.Tensor, -> None, ...), or give the case "
-                                       "schema=\"(Tensor x, ...) -> Tensor\"")
-        if self.schema is not None:
-            try:
-                launcher_params = list(without_namespace(self.launch, inspect.signature(self.launch)).parameters.values())
-                inspect.Signature(launcher_params).bind(*params)
-            except TypeError as exc:
-                raise CaseError(self.name, f"schema {self.schema!r} gives {len(params)} inputs the launcher cannot take: {exc}") from None
-            except ValueError:
-                pass  # a builtin without a signature: checked when it first runs
-        for attr in ("mutates", "unbatched"):
-            unknown = set(getattr(self, attr)) - {p.name for p in params}
-            if unknown:
-                raise CaseError(self.name, f"{attr} names {sorted(unknown)}, which are not launcher parameters")
-
-    def _check_results(self, params: list[inspect.Parameter]) -> None:
-        """The names of a tuple-returning launcher's results, and the outputs among them."""
-        inputs = {p.name for p in params}
-        for name in self.returns:
-            if not isinstance(name, str) or not name.isidentifier() or name.startswith("grad") or name in inputs:
-                raise CaseError(self.name, f"returns names {name!r}: give each result a Python name that is not an input's "
-                                           f"({', '.join(sorted(inputs))}) and does not start with 'grad' (rename it, e.g. "
-                                           f"{str(name) + '_saved'!r})")
-        if len(set(self.returns)) != len(self.returns):
-            raise CaseError(self.name, f"returns {list(self.returns)} names a result twice")
-        if self.outputs and not self.returns:
-            raise CaseError(self.name, "outputs= picks among the launcher's results: name them all first, in order, with returns=")
-        if not set(self.outputs) <= set(self.returns) or len(set(self.outputs)) != len(self.outputs):
-            raise CaseError(self.name, f"outputs {list(self.outputs)} must name results of returns {list(self.returns)}, each once")
-        if not self.returns:
-            return
-        annotated = self._declared_signature.return_annotation
-        if annotated is torch.Tensor and len(self.returns) > 1:
-            raise CaseError(self.name, f"returns names {len(self.returns)} results but the launcher is annotated to return one "
-                                       "tensor: annotate it -> tuple[torch.Tensor, ...], or leave returns= out")
-        if typing.get_origin(annotated) is tuple:
-            count = [a for a in typing.get_args(annotated) if a is not Ellipsis]
-            if Ellipsis not in typing.get_args(annotated) and len(count) != len(self.returns):
-                raise CaseError(self.name, f"returns names {len(self.returns)} results but the launcher is annotated to return "
-                                           f"{len(count)}: name each element of its tuple, in order")
-            for name, kind in zip(self.returns, count):
-                if not _tensor_or_none(kind):
-                    raise CaseError(self.name, f"returns names {name!r}, which the launcher is annotated to return as "
-                                               f"{getattr(kind, '__name__', kind)}: the wrapping styles carry only tensors between "
-                                               "a forward and its backward (returns=, takes=), so no operator style could return it; "
-                                               f"return {name!r} as a tensor, or compute it where it is needed (in the backward)")
-
-    def _check_backward(self) -> None:
-        """The backward, where one is given: its signature, its kernels, reached by its launcher."""
-        if self.backward is not None:
-            if self.mutates:
-                raise CaseError(self.name, "a case that mutates its inputs cannot declare a backward")
-            if not callable(self.backward.launch):
-                raise CaseError(self.name, "backward.launch must be a function")
-            self._check_backward_names()
-            # The operator styles register the backward as an operator too: its schema comes from its annotations, or
-            # from what it takes and gives.
-            signature = self.backward_signature
-            try:
-                inspect.Signature([p.replace(annotation=inspect.Parameter.empty) for p in without_namespace(
-                    self.backward.launch, inspect.signature(self.backward.launch)).parameters.values()]).bind(*signature.parameters)
-            except TypeError as exc:
-                raise CaseError(self.name, f"backward cannot take the {len(signature.parameters)} arguments it is given "
-                                           f"({', '.join(signature.parameters)}): {exc}; say what it takes, in order, with "
-                                           "Backward(takes=(...))") from None
-            except ValueError:
-                pass  # a builtin without a signature: checked when it first runs
-            for kernel in self.backward.kernels:
-                try:
-                    kernel_name(kernel)
-                except TypeError as exc:
-                    raise CaseError(self.name, f"backward: {exc}") from None
-            self._check_reached(self.backward.launch, self.backward.kernels, "backward")
-
-    def _check_backward_names(self) -> None:
-        """Backward.takes names what there is to take; Backward.gives names tensor inputs."""
-        assert self.backward is not None
-        inputs = [p.name for p in self.input_parameters()]
-        known = [*self.gradient_names, *inputs, *self.returns]
-        for name in self.backward.takes:
-            if name not in known:
-                raise CaseError(self.name, f"Backward takes {name!r}, which is none of what a backward can be given: "
-                                           f"{', '.join(known)}")
-        tensors = [p.name for p in self.input_parameters() if p.annotation is torch.Tensor or _is_optional_tensor(p.annotation)]
-        for name in self.backward.gives:
-            if name not in tensors:
-                raise CaseError(self.name, f"Backward gives {name!r}, which is not a tensor input ({', '.join(tensors)})")
-        if len(set(self.backward.gives)) != len(self.backward.gives):
-            raise CaseError(self.name, f"Backward gives {list(self.backward.gives)} names an input twice")
-        untaken = [name for name in self.gradients_given if name not in self.backward_takes]
-        if self.backward.kernels and untaken:
-            raise CaseError(self.name, f"Backward gives the gradient of {', '.join(untaken)} without taking {'it' if len(untaken) == 1 else 'them'}: "
-                                       "the operator styles register a backward with kernels as an operator, whose fake makes each "
-                                       "gradient like its input; add them to takes, or list in gives only the inputs it takes")
-
-    def _check_inputs(self, params: list[inspect.Parameter]) -> None:
-        """What the case draws and makes: the reference takes it, the scalars close the signature, make_inputs takes every shape."""
-        if self.requires is not None and not callable(self.requires):
-            raise CaseError(self.name, "requires must be a function of the device returning a reason or None")
-        if self.flops is not None and not callable(self.flops):
-            raise CaseError(self.name, "flops must be a function of the input shapes")
-        try:
-            inspect.signature(self.reference).bind(*params)
-        except TypeError as exc:
-            defaulted = [p.name for p in params if p.default is not inspect.Parameter.empty and p.name not in self.scalars]
-            hint = (f"; the launcher's parameters with defaults ({', '.join(defaulted)}) count as inputs: give schema= without "
-                    "them (they keep their defaults), declare them in scalars=, or launch through a function that leaves "
-                    "them out" if defaulted else "")
-            raise CaseError(self.name, f"reference cannot take the launcher's {len(params)} inputs: {exc}{hint}") from None
-        except ValueError:
-            pass  # a builtin without a signature: checked when it first runs
-        trailing = [p.name for p in params[len(params) - len(self.scalars):]] if self.scalars else []
-        if list(self.scalars) != trailing:
-            raise CaseError(self.name, f"scalars {list(self.scalars)} must name the launcher's last parameters, in order ({[p.name for p in params]})")
-        for name, strategy in self.scalars.items():
-            if not isinstance(strategy, st.SearchStrategy):
-                raise CaseError(self.name, f"scalars[{name!r}] must be a hypothesis strategy, e.g. st.sampled_from([1, 2])")
-        tensor_names = {p.name for p in params if p.annotation is torch.Tensor or _is_optional_tensor(p.annotation)}
-        if not self.no_grad <= tensor_names:
-            raise CaseError(self.name, f"no_grad names {sorted(self.no_grad - tensor_names)}, which are not tensor inputs of the launcher "
-                                       f"({', '.join(sorted(tensor_names))})")
-        if set(self.example_scalars) != set(self.scalars):
-            raise CaseError(self.name, f"example_scalars must give a value for each of the scalars {list(self.scalars)}")
-        try:
-            made = tuple(self.make_inputs(self.example_shape, self.dtypes[0], "cpu", torch.Generator().manual_seed(0)))
-        except Exception as exc:  # noqa: BLE001 - the author's code: report it, whatever it raised
-            raise CaseError(self.name, f"make_inputs fails on example_shape {self.example_shape}: {type(exc).__name__}: {exc}") from None
-        tensors = params[: len(params) - len(self.scalars)]
-        if len(made) != len(tensors):
-            raise CaseError(
-                self.name,
-                f"make_inputs gives {len(made)} inputs but the launcher takes {len(tensors)} before its scalars "
-                f"({', '.join(p.name for p in tensors)}): make them match",
-            )
-        # Every strategy draws now, so that one hypothesis rejects leaves the case out at load, named, instead
-        # of failing every cell; make_inputs must take the simplest shape `shapes` draws (1 or 0 in a dimension).
-        for name, strategy in self.scalars.items():
-            _simplest(self.name, f"scalars[{name!r}]", strategy)
-        shape = _simplest(self.name, "shapes", self.shapes)
-        if not isinstance(shape, tuple) or not all(isinstance(d, int) for d in shape):
-            raise CaseError(self.name, f"shapes drew {shape!r}: it must draw tuples of ints, e.g. inputs.shapes(4096)")
-        try:
-            self.make_inputs(shape, self.dtypes[0], "cpu", torch.Generator().manual_seed(0))
-        except Exception as exc:  # noqa: BLE001 - the author's code
-            raise CaseError(self.name, f"make_inputs fails on shape {shape}, which shapes draws: {described(exc)}; "
-                            f"make it accept every shape that shapes draws, or narrow shapes") from None
-
     @property
     def autotune_configs(self) -> int:
         """Configs its kernels' autotuners time. They time them again for every new key (a new input size),
@@ -505,16 +262,6 @@ class Case:
                     found.append(inner)
                 inner = getattr(inner, "fn", None)
         return found
-
-    def _check_reached(self, launch: Callable[..., Any], kernels: tuple[Any, ...], what: str) -> None:
-        if takes_namespace(launch) or not kernels:
-            return
-        missed = unreached(launch, kernels)
-        if missed:
-            names = ", ".join(kernel_name(k) for k in missed)
-            raise CaseError(self.name, f"the {what} never reads {names} as a global (its own, or of a Python function it calls), "
-                                       "so the harness cannot wrap it for the triton_op style: call each kernel by its global "
-                                       f"name, or take the namespace first, {what}(k, ...), and call k.{kernel_name(missed[0])}[grid](...)")
 
     def _signature(self, fn: Callable[..., Any], what: str) -> inspect.Signature:
         try:
@@ -558,7 +305,7 @@ class Case:
         inputs = {p.name: p.annotation for p in self.input_parameters()}
         params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=inputs.get(name, torch.Tensor))
                   for name in self.backward_takes]
-        grads = [typing.Optional[torch.Tensor] if _is_optional_tensor(inputs[name]) else torch.Tensor for name in self.gradients_given]
+        grads = [typing.Optional[torch.Tensor] if is_optional_tensor(inputs[name]) else torch.Tensor for name in self.gradients_given]
         result: Any = grads[0] if len(grads) == 1 else tuple[tuple(grads)]  # type: ignore[misc]
         return inspect.Signature(params, return_annotation=result)
 
@@ -621,7 +368,7 @@ class Case:
         """The inputs whose gradients the backward returns, in order (Backward.gives, or every tensor input)."""
         assert self.backward is not None
         return self.backward.gives or tuple(p.name for p in self.input_parameters()
-                                            if p.annotation is torch.Tensor or _is_optional_tensor(p.annotation))
+                                            if p.annotation is torch.Tensor or is_optional_tensor(p.annotation))
 
     @property
     def gives_positions(self) -> tuple[int, ...] | None:
@@ -683,7 +430,7 @@ class Case:
     def optional_inputs(self) -> frozenset[str]:
         """Tensor inputs annotated Optional[torch.Tensor] (or torch.Tensor | None): each example draws whether
         it is given or None; make_inputs makes a tensor for it either way."""
-        return frozenset(p.name for p in self.input_parameters() if _is_optional_tensor(p.annotation))
+        return frozenset(p.name for p in self.input_parameters() if is_optional_tensor(p.annotation))
 
     def inputs(self, example: Example, device: str) -> tuple[Any, ...]:
         generator = torch.Generator().manual_seed(example.seed)

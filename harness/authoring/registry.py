@@ -223,6 +223,8 @@ def _environment_kept() -> Iterator[None]:
 
 def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
     """The well-formed cases of every module `specs` names, and a problem for each one left out."""
+    from harness.authoring import checks  # here, not at the top: as cases_of imports Case
+
     loaded = Loaded(cases={}, problems=[])
     for spec in specs:
         for name, module in _modules(spec, loaded.problems):
@@ -232,7 +234,7 @@ def load(specs: list[str] | tuple[str, ...] = (BUILTIN,)) -> Loaded:
             for case in cases:
                 try:
                     with _environment_kept():
-                        case.check()
+                        checks.check(case)
                 except CaseError as exc:
                     loaded.problems.append(CaseProblem(name, exc.case, str(exc).split(": ", 1)[1]))
                     continue

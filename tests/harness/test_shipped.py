@@ -9,6 +9,7 @@ import torch
 
 from harness.authoring import registry
 from harness.authoring.case import Case
+from harness.authoring.checks import check
 from harness.execution import wrapping
 from harness.model.cell import Cell, matrix_cells
 from harness.model.columns import GENERATED_STYLES, ShippedKind, Wrapping
@@ -139,7 +140,7 @@ def test_a_kernel_the_globals_launcher_never_reads_is_the_case_s_error_with_its_
     case = Case(**{**{f: getattr(cases["library_op"], f) for f in ("launch", "reference", "make_inputs", "shapes", "example_shape")},
                    "name": "unreached", "kernels": (library_kernels.scale_kernel, unused_kernel)})
     with pytest.raises(CaseError, match="never reads unused_kernel as a global .* call k.unused_kernel"):
-        case.check()
+        check(case)
 
 
 def test_a_launcher_without_annotations_takes_its_schema_from_the_case(cases):
@@ -148,9 +149,9 @@ def test_a_launcher_without_annotations_takes_its_schema_from_the_case(cases):
 
     base = {f: getattr(cases["library_op"], f) for f in ("kernels", "reference", "make_inputs", "shapes", "example_shape")}
     with pytest.raises(CaseError, match="needs a type annotation .* or give the case schema="):
-        Case(name="unannotated", launch=unannotated, **base).check()
+        check(Case(name="unannotated", launch=unannotated, **base))
     case = Case(name="unannotated", launch=unannotated, schema="(Tensor x) -> Tensor", **base)
-    case.check()
+    check(case)
     assert str(case.signature) == "(x: torch.Tensor) -> torch.Tensor"
     assert str(wrapping.operator(case, Wrapping.CUSTOM_OP)._opoverload._schema) == "tcm::unannotated_custom_op(Tensor x) -> Tensor"
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from harness import Backward, Case, CaseError
 from harness.__main__ import main as cli
 from harness.authoring import inputs, registry
+from harness.authoring.checks import check
 from harness.execution.numerics import assert_close
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
@@ -83,12 +84,12 @@ def _launch_annotated_with_an_unknown_name(k, x: "Tensr") -> "torch.Tensor":
 def test_string_annotations_are_read_as_the_types_they_name_and_an_unknown_name_is_the_cases_problem():
     case = _case(launch=_launch_annotated_as_strings, reference=lambda x, bias: x if bias is None else x + bias,
                  make_inputs=lambda shape, dtype, device, gen: (torch.zeros(shape, dtype=dtype), torch.ones(shape, dtype=dtype)))
-    case.check()
+    check(case)
     assert case.optional_inputs == {"bias"}
     assert [p.annotation for p in case.input_parameters()] == [torch.Tensor, typing.Optional[torch.Tensor]]
     with pytest.raises(CaseError, match="case 'good': launcher's type annotations do not evaluate \\(NameError: name 'Tensr' "
                                         "is not defined\\): import what they name in the case's module"):
-        _case(launch=_launch_annotated_with_an_unknown_name).check()
+        check(_case(launch=_launch_annotated_with_an_unknown_name))
 
 
 @pytest.mark.parametrize(
@@ -139,12 +140,12 @@ def test_string_annotations_are_read_as_the_types_they_name_and_an_unknown_name_
 )
 def test_malformed_cases_name_the_case_and_the_fix(overrides, problem):
     with pytest.raises(CaseError, match=problem) as info:
-        _case(**overrides).check()
+        check(_case(**overrides))
     assert "case '" in str(info.value)
 
 
 def test_a_launcher_may_return_an_optional_tensor_beside_its_tensor():
-    _case(launch=_launch_returning_an_optional, returns=("y", "maybe"), reference=lambda x: (x.clone(), None)).check()
+    check(_case(launch=_launch_returning_an_optional, returns=("y", "maybe"), reference=lambda x: (x.clone(), None)))
 
 
 def test_every_builtin_case_loads_and_duplicates_are_reported():
@@ -916,7 +917,7 @@ def test_an_input_declared_no_grad_takes_no_gradient_in_training_and_one_not_dec
     assert undeclared.outcome is Outcome.WRONG and undeclared.message.startswith("gradient of input 'cos' differs from the reference: "
                                                                                  "it is missing (None)"), undeclared.message
     with pytest.raises(CaseError, match="no_grad names \\['bias'\\], which are not tensor inputs of the launcher"):
-        _case(no_grad=frozenset({"bias"})).check()
+        check(_case(no_grad=frozenset({"bias"})))
 
 
 def test_a_view_with_gaps_between_its_rows_is_sent_to_another_process_with_its_own_strides(tmp_path):
