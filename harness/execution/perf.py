@@ -1,5 +1,5 @@
 """Kernel speed (`--perf`): the median latency of a cell's artifact on the case's benchmark input. The
-reports compare it with the cell's speed baseline (Cell.speed_baseline, harness.reporting.report.speedup). It answers:
+reports compare it with the cell's speed baseline (Cell.speed_baseline, harness.reporting.support.speedup). It answers:
 does wrapping or compiling cost speed?"""
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import os
 from typing import Any
 
 from harness.authoring import registry, sources
+from harness.model import results as results_file
 from harness.model.cell import Cell
 from harness.model.fingerprint import Fingerprint
 from harness.model.outcome import WORKER_DIED, CellResult, Fault, Outcome
@@ -104,3 +105,32 @@ def carry(old: CellResult, baseline_run: str) -> CellResult:
     """A carried cell's result: the baseline's, marked with the run that measured it (`source_run`; kept where the
     baseline carried it itself)."""
     return dataclasses.replace(old, carried_from=old.carried_from or baseline_run)
+
+
+def against_baseline(results: Results, path: str | None, accept: bool) -> list[str]:
+    """What a run says of its --baseline (`path`): which of the baseline's cells did not run; with --accept (`accept`), the
+    baseline rewritten with this run's outcomes, keeping its flaky marks and the outcomes of the cells this run did not run."""
+    if path is None:
+        return []
+    old = results_file.load(path) if os.path.exists(path) else None
+    notes = []
+    if old is not None:
+        absent = sorted(cell.id for cell in set(old.by_cell()) - {c.cell for c in results.cells})
+        if absent:
+            notes.append(f"{len(absent)} baseline cells did not run: {', '.join(absent[:10])}{f', and {len(absent) - 10} more' if len(absent) > 10 else ''}")
+    if accept:
+        flaky = {c.cell: c.flaky for c in old.cells if c.flaky} if old else {}
+        for cell in results.cells:
+            cell.flaky = flaky.get(cell.cell)
+        accepted = results
+        if old is not None:
+            # The accept command repeats the run's options, -k and --shard among them: the baseline's cells
+            # this run did not run keep their outcomes, and the cells it ran take this run's.
+            kept = {c.cell: c for c in old.cells}
+            kept.update({c.cell: c for c in results.cells})
+            accepted = dataclasses.replace(results, cells=list(kept.values()), complete=old.complete and results.complete,
+                                           missing=sorted(set(old.missing) - {c.cell.id for c in results.cells}))
+        results_file.save(accepted, path)
+        notes.append(f"accepted this run's outcomes of {len(results.cells)} cells into the baseline {path} "
+                     f"({len(accepted.cells)} cells)")
+    return notes

@@ -20,16 +20,18 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import queue
 import shutil
 import tempfile
-from typing import Callable, ContextManager, Iterable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any, Callable, ContextManager, Iterable, Iterator
 
 import pytest
 
 from harness.environment.machine import RECORDS_ENV
 from harness.model.cell import Cell
 from harness.model.outcome import Attempt, CellResult, Confirmation, Confirmed, Outcome
-from harness.model.rows import parse_timeouts
+from harness.model.rows import parse_timeouts, timeout_for
 from harness.model.settings import PROFILES, Settings
 from harness.plugin.options import case_specs, profile_name, run_caches, run_runner_template, run_zygote
 from harness.processes.runner import INDUCTOR_CACHE, Runner, runner_env
@@ -175,3 +177,58 @@ def still_shared(results: Iterable[CellResult], cases: Iterable[str]) -> list[Ce
     cases = set(cases)
     return [r for r in results if r.case in cases and r.confirmation is None and r.carried_from is None
             and r.outcome is not Outcome.SKIPPED]
+
+
+@dataclasses.dataclass
+class CasesAlone:
+    """What the controller's runs alone at the end gave: each cell's result settled against its shared one, the cells
+    that could not run alone (they keep their shared results, unconfirmed), and whether Ctrl-C stopped them."""
+
+    settled: dict[Cell, CellResult] = dataclasses.field(default_factory=dict)
+    not_run: list[str] = dataclasses.field(default_factory=list)
+    interrupted: bool = False
+
+
+def run_cases_alone(config: pytest.Config, cells: list[CellResult], threads: int) -> CasesAlone:
+    """`cells` (their shared results) run alone side by side, `threads` at a time as the workers ran them, each thread with
+    a runner of cells alone; Ctrl-C ends the cells running and starts no other."""
+    timeouts = parse_timeouts(config.getoption("cell_timeout"))
+    done = CasesAlone()
+    idle: queue.SimpleQueue[Alone] = queue.SimpleQueue()  # one runner of cells alone for each thread
+    alones = [Alone(config, f"controller-{n}", threads) for n in range(threads)]
+    for alone in alones:
+        idle.put(alone)
+    running: set[Any] = set()  # each cell's runner's interrupt, while it runs
+
+    @contextlib.contextmanager
+    def deferred(interrupt: Any) -> Iterator[None]:
+        running.add(interrupt)
+        try:
+            yield
+        finally:
+            running.discard(interrupt)
+
+    def run_alone(cell: Cell) -> CellResult:
+        alone = idle.get()
+        try:
+            return alone.run(cell, timeout_for(cell.row, timeouts), deferred)
+        finally:
+            idle.put(alone)
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tcm-alone") as pool:
+        futures = {pool.submit(run_alone, shared.cell): shared for shared in cells}
+        try:
+            for future in as_completed(futures):
+                shared = futures[future]
+                try:
+                    done.settled[shared.cell] = settled(shared, future.result(), Confirmed.CASE_ALONE)
+                except Exception as exc:  # noqa: BLE001 - the harness's own failure: the cell keeps its shared result, unconfirmed
+                    done.not_run.append(f"{shared.cell.id} could not run alone: {type(exc).__name__}: {exc}")
+        except KeyboardInterrupt:
+            done.interrupted = True
+            pool.shutdown(wait=False, cancel_futures=True)
+            for interrupt in list(running):
+                interrupt()
+    for alone in alones:
+        alone.close()
+    return done

@@ -4,11 +4,9 @@ how far it got, notices workers that died, and alone writes the reports, once, a
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import os
-import queue
 import shlex
 import shutil
 import signal
@@ -17,54 +15,52 @@ import sys
 import tempfile
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from typing import Any, Iterator
+from concurrent.futures import Future
+from typing import Any
 
 import pytest
 
 from harness.authoring import registry
 from harness.environment import machine, vec_isa
-from harness.execution import compile_ahead, prebuild
 from harness.model import results as results_file
 from harness.model.cell import Cell, matrix_cells
-from harness.model.errors import OutputNotWritten, ResultsError, UsageError
+from harness.model.errors import OutputNotWritten, UsageError
 from harness.model.fingerprint import Fingerprint, ShardPart
 from harness.model.judging import blame_environment
-from harness.model.outcome import WORKER_DIED, CellResult, Confirmed, Fault, Outcome
+from harness.model.outcome import WORKER_DIED, CellResult, Fault, Outcome
 from harness.model.results import Results
-from harness.model.rows import parse_timeouts, timeout_for
 from harness.model.settings import PROFILES
 from harness.plugin import carry_over, confirmation, estimate, heap
-from harness.plugin.interrupts import redelivered_after_a_collection
+from harness.plugin.interrupts import redelivered_after_a_collection, signals_deferred
 from harness.plugin.options import (
     DEFAULT_REPORT_DIR,
     PARTIAL,
     alone_folder,
     case_specs,
     cells_per_process,
-    compiles_ahead,
-    compiling_ahead_folder,
+    final_report_folder,
     import_cost,
     interrupted_folder,
     loaded,
+    locked_report_folder,
     profile_name,
+    report_folder,
     run_caches,
-    run_packages,
     shard_of,
 )
 from harness.plugin.report_lock import ReportFolderLock
+from harness.plugin.run_processes import RunProcesses
 from harness.plugin.status import result_of
 from harness.plugin.worker import MatrixWorker
-from harness.processes import autotune_timing, runner_template
-from harness.processes.helper_process import RunnerTemplate, python_output, start_zygote, still_there, stop_zygote
-from harness.processes.runner import INDUCTOR_CACHE, runner_env, runner_threads
+from harness.processes import autotune_timing
+from harness.processes.helper_process import python_output, still_there
+from harness.processes.runner import INDUCTOR_CACHE, runner_threads
 from harness.reporting import report
 
 PROGRESS_EVERY_S = 30.0  # how often the controller says how far the run got
 # How long a stopped run waits for its workers to end their cells in flight before it writes its reports: a runner is
 # killed at once, and its worker says so as soon as it has seen it gone.
 INTERRUPTED_WAIT_S = 10.0
-MAX_SOCKET_PATH = 107  # bytes in a Unix socket's path on Linux (sun_path, less its terminating NUL)
 
 
 def _worker_pid(node: Any) -> int | None:
@@ -74,13 +70,6 @@ def _worker_pid(node: Any) -> int | None:
         return int(node.gateway._rinfo().pid) if node.gateway.spec.popen else None
     except Exception:  # noqa: BLE001 - execnet's private API: any failure only means the worker is not told
         return None
-
-
-def _holds_a_complete_run(folder: str) -> bool:
-    try:
-        return results_file.load(os.path.join(folder, "results.json")).complete
-    except ResultsError:  # none, or not one this harness reads: nothing complete to keep
-        return False
 
 
 def _remove_behind(folder: str) -> None:
@@ -104,23 +93,6 @@ def _raised(report: pytest.TestReport) -> str:
     return f"{crash.message.strip()[:700]} ({where}:{crash.lineno})"
 
 
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[list[str]]:
-    """Ctrl-C and SIGTERM are noted, not obeyed, while the reports are written (seconds): a second
-    interrupt, or a time limit that strikes then, must not lose the cells that ran."""
-    received: list[str] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signal.Signals(signum).name))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 class MatrixController:
     def __init__(self, config: pytest.Config):
         self.config = config
@@ -134,11 +106,8 @@ class MatrixController:
         self._progress_said, self._progress_tenth = time.time(), 0
         self._sigterm: Any = None
         self._report_lock: ReportFolderLock | None = None  # taken by hold_report_folder, when the run starts
-        self._zygote: tuple[Any, Any] | None = None  # the run's zygote process and its lifeline (run_zygote)
         self._workers = 1  # as the first worker was told
-        self._env: dict[str, str] | None = None  # the runners' environment (_runners_env)
-        self._prebuilding: prebuild.Prebuilding | None = None  # the run's own builds (harness.execution.prebuild)
-        self._compiling: list[compile_ahead.Slice] | None = None  # its autotuned cases' configs (harness.execution.compile_ahead)
+        self.processes = RunProcesses(config, self.run_caches)  # the zygote, the runner template, the prebuilds, compile-ahead
         self._timeline: dict[str, float] = {"started": self.started}  # Results.timeline
         self._this_machine: Future[Fingerprint | None] | None = None  # what the machine is, read beside the first cells
         self._carried: frozenset[str] | None = None  # the cells carried over from --baseline (carried_ids)
@@ -163,8 +132,8 @@ class MatrixController:
         if (pid := _worker_pid(node)) is not None:
             self._worker_pids.append(pid)
         node.workerinput["tcm_run_caches"] = self.run_caches
-        node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.run_zygote(node.workerinput["workercount"])
-        node.workerinput["tcm_runner_template"] = node.workerinput["tcm_zygote"] and self.runner_template_socket()
+        node.workerinput["tcm_zygote"] = None if self.config.option.collectonly else self.processes.zygote(node.workerinput["workercount"])
+        node.workerinput["tcm_runner_template"] = node.workerinput["tcm_zygote"] and self.processes.runner_template_socket()
         node.workerinput["tcm_carried"] = sorted(self.carried_ids())
         self._timeline["last_configured"] = round(time.time() - self.started, 2)
 
@@ -194,65 +163,6 @@ class MatrixController:
         while any(still_there(pid) and not os.path.exists(os.path.join(folder, str(pid))) for pid in told) and time.monotonic() < deadline:
             time.sleep(0.05)
 
-    def run_zygote(self, workers: int) -> str | None:
-        """The socket of the run's zygote (harness.processes.zygote), which forks the run's runner template, every
-        runner the template does not and their helper processes; started at the first worker's start, in the environment
-        the runners get, so that the imports it pays are the ones a runner would have paid. Before this process imports
-        torch: the zygote decides itself what depends on the GPU torch sees, and the workers start 3 s sooner. In the
-        run's own folder, which only its user can reach; None where that folder's path is too long for a socket's (a
-        long TMPDIR): each runner is then started alone."""
-        path, runners = os.path.join(self.run_caches, "zygote.sock"), self.runner_template_socket()
-        if runners is None:
-            return None
-        if self._zygote is None:
-            env = runner_env(self.run_caches, cache_dir=run_caches(self.config), workers=workers, perf=self.config.getoption("perf"),
-                             profile_dir=self.config.getoption("profile_dir"), device=False)
-            self._zygote = start_zygote(os.path.join(self.run_caches, "zygote.log"), path, {**os.environ, **env},
-                                        runners=RunnerTemplate(runners, runner_template.__name__, registry.search_path(), case_specs(self.config)))
-        return path
-
-    def runner_template_socket(self) -> str | None:
-        """The socket of the run's runner template (harness.processes.runner_template), which its zygote forks."""
-        path = os.path.join(self.run_caches, "runners.sock")
-        return path if len(os.fsencode(path)) <= MAX_SOCKET_PATH else None
-
-    def _runners_env(self, workers: int) -> dict[str, str]:
-        """The environment the run's runners get, and its prebuilds with them (the same, once chosen)."""
-        if self._env is None:
-            env = runner_env(self.run_caches, cache_dir=run_caches(self.config), workers=workers, perf=self.config.getoption("perf"),
-                             profile_dir=self.config.getoption("profile_dir"))
-            self._env = {**os.environ, **env}
-        return self._env
-
-    def _prebuild(self) -> None:
-        """Start what the collected cells' builds share (harness.execution.prebuild), where workers run cells side by
-        side and so would wait for the first of them to build it: the run's zygote forks a process for each."""
-        needed = prebuild.needed(self._to_run())
-        if self._workers < 2 or not needed or self._prebuilding is not None:
-            return
-        zygote = self.run_zygote(self._workers)
-        self._prebuilding = prebuild.Prebuilding(needed, self._runners_env(self._workers), caches=run_caches(self.config),
-                                                 packages=run_packages(self.config), folder=self.run_caches, zygote=zygote)
-
-    def compiling_ahead(self) -> frozenset[str]:
-        """The cases whose configs the run compiles ahead (harness.execution.compile_ahead), once started."""
-        return frozenset(s.case for s in self._compiling) if self._compiling else frozenset()
-
-    def still_compiling_ahead(self) -> frozenset[str]:
-        """The cases compiled ahead with a slice that has not yet ended."""
-        return compile_ahead.unfinished(compiling_ahead_folder(self.config), self._compiling) if self._compiling else frozenset()
-
-    def _compile_ahead(self) -> None:
-        """Plan the autotuned cases' configs compiled in slices before their cells (harness.execution.compile_ahead),
-        where --compile-ahead says so: each worker runs its share of them before its first cell."""
-        env = self._runners_env(self._workers)
-        if self._compiling is not None or not compiles_ahead(self.config, env.get("TRITON_INTERPRET") == "1", self._workers):
-            return
-        autotuners = {name: case.autotuners for name, case in loaded(self.config).cases.items() if case.autotune_configs}
-        self._compiling = compile_ahead.plan(sorted(self._to_run(), key=lambda cell: cell.id), autotuners, self._workers)
-        if self._compiling:
-            compile_ahead.write_plan(compiling_ahead_folder(self.config), self._compiling)
-
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._report_lock is not None:
             left = self._report_lock.release()
@@ -261,15 +171,7 @@ class MatrixController:
                       "remove them; no run holds the folder", file=sys.stderr)
         if self._sigterm is not None:
             signal.signal(signal.SIGTERM, self._sigterm)
-        if self._prebuilding is not None:
-            self._prebuilding.stop()
-        if self._zygote is not None:  # a run in which no cell reported has nothing of it to wait for (it may be importing still)
-            stop_zygote(*self._zygote, kill=not self.results)
-        logs = config.getoption("runner_logs")
-        for name in ("zygote.log", "prebuild.log"):
-            if logs and os.path.exists(log := os.path.join(self.run_caches, name)):
-                os.makedirs(logs, exist_ok=True)
-                shutil.copy(log, os.path.join(logs, name))
+        self.processes.stop(kill=not self.results)  # a run in which no cell reported has nothing of it to wait for
         _remove_behind(self.run_caches)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -295,8 +197,8 @@ class MatrixController:
         self.collected |= {cell for nodeid in nodeids if (cell := Cell.of_test(nodeid))}
         if first and not self.config.option.collectonly:
             self._announced = True
-            self._prebuild()
-            self._compile_ahead()
+            self.processes.prebuild(self._to_run(), self._workers)
+            self.processes.compile_ahead(self._to_run(), self._workers)
             self._say(estimate.announce(self._plan()))
             self._read_this_machine()
             heap.freeze()  # torch and the cases, imported for the plan, stay to the end
@@ -308,7 +210,7 @@ class MatrixController:
             read: Future[Fingerprint | None] = Future()
 
             # Forked from the run's zygote, which imported torch already; its environment chosen here: the thread imports nothing.
-            zygote, env = self.run_zygote(self._workers), self._runners_env(self._workers)
+            zygote, env = self.processes.zygote(self._workers), self.processes.runners_env(self._workers)
             start = functools.partial(python_output, timeout=machine.READ_S, zygote_at=zygote) if zygote else None
 
             def reading() -> None:
@@ -337,7 +239,7 @@ class MatrixController:
                              specs=case_specs(self.config), profile=profile_name(self.config),
                              gpu=torch.cuda.get_device_name() if torch.cuda.is_available() else None,
                              workers=workers if isinstance(workers, int) and workers > 0 else 1,
-                             report_dir=self.report_dir(), shard=shard_of(self.config), compiled_ahead=self.compiling_ahead(),
+                             report_dir=report_folder(self.config, self.collected), shard=shard_of(self.config), compiled_ahead=self.processes.compiling_ahead(),
                              **self._runner_start())
 
     def _runner_start(self) -> dict[str, Any]:
@@ -349,29 +251,10 @@ class MatrixController:
             return {}
         return {"runner_start": cost.seconds, "runner_start_why": cost.unsafe}
 
-    def report_dir(self) -> str:
-        """--report-dir; else `reports`, or `reports/partial` for a run of part of the matrix (-k, --lf, a cell
-        named on the command line): a look at a few cells must not overwrite the whole chart."""
-        chosen = self.config.getoption("report_dir")
-        if chosen:
-            return chosen
-        part = shard_of(self.config)
-        if part is not None:
-            return os.path.join(DEFAULT_REPORT_DIR, part.name)
-        whole = self.collected >= set(matrix_cells(loaded(self.config).cases))
-        return DEFAULT_REPORT_DIR if whole else os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
-
-    def _locked_dir(self) -> str:
-        """The folder this run holds from its start, before it knows which cells it collects: --report-dir, its
-        --shard part's folder, else `reports`, which holds `reports/partial`."""
-        chosen = self.config.getoption("report_dir")
-        part = shard_of(self.config)
-        return chosen or (os.path.join(DEFAULT_REPORT_DIR, part.name) if part is not None else DEFAULT_REPORT_DIR)
-
     def hold_report_folder(self) -> None:
         """Take the report folder's lock for the whole run; pytest.UsageError, naming the run that holds it, if
         another run writes there."""
-        folder = self._locked_dir()
+        folder = locked_report_folder(self.config)
         try:
             for where in (folder, os.path.join(folder, PARTIAL)):  # where its reports may go: refused now, not once the cells ran
                 report.check_writable(where)
@@ -383,17 +266,6 @@ class MatrixController:
         except UsageError as exc:  # another run holds it, or it cannot be written
             self._report_lock = None
             raise pytest.UsageError(str(exc)) from None
-
-    def _final_report_dir(self, complete: bool) -> str:
-        """Where this run's reports go: `report_dir()`, unless the run stopped before every cell reported. An
-        incomplete run never replaces a complete chart: without --report-dir it writes to reports/partial, as
-        a run of part of the matrix does; with one, to its `partial` folder where the folder holds a complete run."""
-        planned = self.report_dir()
-        if complete:
-            return planned
-        if not self.config.getoption("report_dir"):
-            return os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
-        return os.path.join(planned, PARTIAL) if _holds_a_complete_run(planned) else planned
 
     def _say(self, text: str, **markup: bool) -> None:
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -473,45 +345,11 @@ class MatrixController:
             return
         self._say(f"{len(cases)} cases differed alone ({', '.join(sorted(cases))}): running alone the {len(cells)} of their "
                   "cells that ran in a shared process")
-        timeouts = parse_timeouts(self.config.getoption("cell_timeout"))
-        threads = max(1, min(self._workers, len(cells)))
-        idle: queue.SimpleQueue[confirmation.Alone] = queue.SimpleQueue()  # one runner of cells alone for each thread
-        alones = [confirmation.Alone(self.config, f"controller-{n}", threads) for n in range(threads)]
-        for alone in alones:
-            idle.put(alone)
-        running: set[Any] = set()  # each cell's runner's interrupt, while it runs
-
-        def run_alone(cell: Cell) -> CellResult:
-            alone = idle.get()
-            try:
-                return alone.run(cell, timeout_for(cell.row, timeouts), deferred)
-            finally:
-                idle.put(alone)
-
-        @contextlib.contextmanager
-        def deferred(interrupt: Any) -> Iterator[None]:
-            running.add(interrupt)
-            try:
-                yield
-            finally:
-                running.discard(interrupt)
-
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="tcm-alone") as pool:
-            futures = {pool.submit(run_alone, shared.cell): shared for shared in cells}
-            try:
-                for future in as_completed(futures):
-                    shared = futures[future]
-                    try:
-                        self.results[shared.cell] = confirmation.settled(shared, future.result(), Confirmed.CASE_ALONE)
-                    except Exception as exc:  # noqa: BLE001 - the harness's own failure: the cell keeps its shared result, unconfirmed
-                        self._summary.append((f"{shared.cell.id} could not run alone: {type(exc).__name__}: {exc}", {"red": True}))
-            except KeyboardInterrupt:
-                self.stopped_by = self.stopped_by or "interrupted (Ctrl-C)"
-                pool.shutdown(wait=False, cancel_futures=True)
-                for interrupt in list(running):
-                    interrupt()
-        for alone in alones:
-            alone.close()
+        done = confirmation.run_cases_alone(self.config, cells, threads=max(1, min(self._workers, len(cells))))
+        self.results.update(done.settled)
+        self._summary += [(text, {"red": True}) for text in done.not_run]
+        if done.interrupted:
+            self.stopped_by = self.stopped_by or "interrupted (Ctrl-C)"
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """What the run wrote, after pytest's own summary of the tests."""
@@ -547,17 +385,16 @@ class MatrixController:
             wall_time_s=round(time.time() - self.started, 1),
             problems=[p.to_json() for p in problems],
             interrupted=self._why_stopped(session) if missing else None,
-            prebuilt=[*(self._prebuilding.results() if self._prebuilding is not None else []),
-                      *(compile_ahead.said(compiling_ahead_folder(self.config)) if self._compiling else [])],
+            prebuilt=self.processes.prebuilt(),
             timeline=self._timeline,
         )
-        report_dir = self._final_report_dir(results.complete)
+        report_dir = final_report_folder(self.config, self.collected, results.complete)
         try:
             written = report.write(results, report_dir)
         except OutputNotWritten as exc:
             self._not_written(session, results, exc)
             return
-        baseline_notes = self._baseline(results)
+        baseline_notes = carry_over.against_baseline(results, self.config.getoption("baseline"), self.config.getoption("accept"))
         counts: dict[str, int] = {}
         for c in results.cells:
             key = "env" if c.blamed_on else c.outcome.value
@@ -565,9 +402,9 @@ class MatrixController:
         summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         say = self._summary.append
         say((f"{len(results.cells)} cells ({summary}); wrote {', '.join(written)}", {}))
-        if report_dir != self.report_dir():
+        if report_dir != report_folder(self.config, self.collected):
             say((f"this run stopped before every cell reported, so it wrote to {report_dir}, leaving the complete run's "
-                 f"reports in {self.report_dir()} as they were", {}))
+                 f"reports in {report_folder(self.config, self.collected)} as they were", {}))
         elif report_dir != DEFAULT_REPORT_DIR and not self.config.getoption("report_dir"):
             say((f"this run was part of the matrix, so it wrote to {report_dir}, leaving a whole run's reports in "
                  f"{DEFAULT_REPORT_DIR} as they were (--report-dir chooses)", {}))
@@ -639,7 +476,7 @@ class MatrixController:
             why = f"every case module or case given was left out ({left_out})"
         else:
             why = "no cell was selected (check -k, --lf, --deselect and the cases given)" + (f"; {left_out}" if problems else "")
-        self._summary.append((f"no cell ran, so no reports were written ({self._locked_dir()} is as it was): {why}", {"red": True}))
+        self._summary.append((f"no cell ran, so no reports were written ({locked_report_folder(self.config)} is as it was): {why}", {"red": True}))
         for problem in problems:
             self._summary.append((f"LEFT OUT {problem}", {"red": True}))
 
@@ -652,31 +489,3 @@ class MatrixController:
         if session.shouldstop:
             return f"stopped: {session.shouldstop}"
         return None
-
-    def _baseline(self, results: Any) -> list[str]:
-        """With --accept, rewrite the baseline (keeping its flaky marks); say which baseline cells did not run."""
-        path = self.config.getoption("baseline")
-        if path is None:
-            return []
-        old = results_file.load(path) if os.path.exists(path) else None
-        notes = []
-        if old is not None:
-            absent = sorted(cell.id for cell in set(old.by_cell()) - {c.cell for c in results.cells})
-            if absent:
-                notes.append(f"{len(absent)} baseline cells did not run: {', '.join(absent[:10])}{f', and {len(absent) - 10} more' if len(absent) > 10 else ''}")
-        if self.config.getoption("accept"):
-            flaky = {c.cell: c.flaky for c in old.cells if c.flaky} if old else {}
-            for cell in results.cells:
-                cell.flaky = flaky.get(cell.cell)
-            accepted = results
-            if old is not None:
-                # The accept command repeats the run's options, -k and --shard among them: the baseline's cells
-                # this run did not run keep their outcomes, and the cells it ran take this run's.
-                kept = {c.cell: c for c in old.cells}
-                kept.update({c.cell: c for c in results.cells})
-                accepted = dataclasses.replace(results, cells=list(kept.values()), complete=old.complete and results.complete,
-                                               missing=sorted(set(old.missing) - {c.cell.id for c in results.cells}))
-            results_file.save(accepted, path)
-            notes.append(f"accepted this run's outcomes of {len(results.cells)} cells into the baseline {path} "
-                         f"({len(accepted.cells)} cells)")
-        return notes

@@ -86,3 +86,20 @@ def redelivered_after_a_collection(signum: int, frame: FrameType | None) -> bool
             return True
         frame = frame.f_back
     return False
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[list[str]]:
+    """Ctrl-C and SIGTERM are noted, not obeyed, while the reports are written (seconds): a second
+    interrupt, or a time limit that strikes then, must not lose the cells that ran."""
+    received: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signal.Signals(signum).name))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -11,6 +11,7 @@ import pytest
 
 from harness.authoring import registry
 from harness.model import results as results_file
+from harness.model.cell import Cell, matrix_cells
 from harness.model.errors import ResultsError, UsageError
 from harness.model.settings import DEFAULT_PROFILE, INTERPRETER_PROFILE, PROFILES
 from harness.plugin import shard
@@ -204,7 +205,7 @@ def run_zygote(config: pytest.Config) -> str | None:
     """The socket of the run's zygote, which forks its runner processes (harness.plugin.controller starts it)."""
     if hasattr(config, "workerinput"):
         return config.workerinput.get("tcm_zygote")
-    return config.pluginmanager.get_plugin(CONTROLLER).run_zygote(workers=1)
+    return config.pluginmanager.get_plugin(CONTROLLER).processes.zygote(workers=1)
 
 
 def run_runner_template(config: pytest.Config) -> str | None:
@@ -212,7 +213,7 @@ def run_runner_template(config: pytest.Config) -> str | None:
     if hasattr(config, "workerinput"):
         return config.workerinput.get("tcm_runner_template")
     controller = config.pluginmanager.get_plugin(CONTROLLER)
-    return controller.runner_template_socket() if controller.run_zygote(workers=1) else None
+    return controller.processes.runner_template_socket() if controller.processes.zygote(workers=1) else None
 
 
 def compiling_ahead_folder(config: pytest.Config) -> str:
@@ -235,13 +236,13 @@ def alone_folder(config: pytest.Config) -> str:
 def compiled_ahead(config: pytest.Config) -> frozenset[str]:
     """The cases whose configs the run compiles ahead, as the controller started their slices (none in a worker)."""
     controller = config.pluginmanager.get_plugin(CONTROLLER)
-    return controller.compiling_ahead() if controller is not None else frozenset()
+    return controller.processes.compiling_ahead() if controller is not None else frozenset()
 
 
 def still_compiling_ahead(config: pytest.Config) -> frozenset[str]:
     """The cases compiled ahead with a slice that has not yet ended (none in a worker)."""
     controller = config.pluginmanager.get_plugin(CONTROLLER)
-    return controller.still_compiling_ahead() if controller is not None else frozenset()
+    return controller.processes.still_compiling_ahead() if controller is not None else frozenset()
 
 
 def compiles_ahead(config: pytest.Config, interpreted: bool, workers: int) -> bool:
@@ -305,3 +306,43 @@ def check_report_dir(config: pytest.Config) -> None:
         raise UsageError(f"--report-dir {chosen}: {existing} is a file, not a folder; give a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"--report-dir {chosen}: {existing} is not writable by this user; give a folder you can write")
+
+
+def report_folder(config: pytest.Config, collected: set[Cell]) -> str:
+    """Where the run's reports go: --report-dir; else `reports`, or `reports/partial` for a run of part of the matrix (-k,
+    --lf, a cell named on the command line): a look at a few cells must not overwrite the whole chart."""
+    chosen = config.getoption("report_dir")
+    if chosen:
+        return chosen
+    part = shard_of(config)
+    if part is not None:
+        return os.path.join(DEFAULT_REPORT_DIR, part.name)
+    whole = collected >= set(matrix_cells(loaded(config).cases))
+    return DEFAULT_REPORT_DIR if whole else os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
+
+
+def locked_report_folder(config: pytest.Config) -> str:
+    """The folder the run holds from its start, before it knows which cells it collects: --report-dir, its --shard part's
+    folder, else `reports`, which holds `reports/partial`."""
+    chosen = config.getoption("report_dir")
+    part = shard_of(config)
+    return chosen or (os.path.join(DEFAULT_REPORT_DIR, part.name) if part is not None else DEFAULT_REPORT_DIR)
+
+
+def final_report_folder(config: pytest.Config, collected: set[Cell], complete: bool) -> str:
+    """Where the run's reports go once it ended: `report_folder`, unless the run stopped before every cell reported. An
+    incomplete run never replaces a complete chart: without --report-dir it writes to reports/partial, as a run of part
+    of the matrix does; with one, to its `partial` folder where the folder holds a complete run."""
+    planned = report_folder(config, collected)
+    if complete:
+        return planned
+    if not config.getoption("report_dir"):
+        return os.path.join(DEFAULT_REPORT_DIR, PARTIAL)
+    return os.path.join(planned, PARTIAL) if _holds_a_complete_run(planned) else planned
+
+
+def _holds_a_complete_run(folder: str) -> bool:
+    try:
+        return results_file.load(os.path.join(folder, "results.json")).complete
+    except ResultsError:  # none, or not one this harness reads: nothing complete to keep
+        return False

@@ -64,7 +64,7 @@ from importlib.metadata import entry_points, version
 
 from harness.model.cell import Cell
 from harness.model.outcome import CellResult, Outcome, Stage
-from harness.reporting import report
+from harness.reporting import support
 from harness.reporting.diff import accept_command, against_baseline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -717,7 +717,7 @@ def test_the_advice_for_perf_with_workers_runs_as_printed(tmp_path):
 
 
 def test_supports_picture_hint_and_historys_pointer_to_diff_run_as_printed(tmp_path):
-    (hint,) = report.picture_lines(drawn=False)
+    (hint,) = support.picture_lines(drawn=False)
     install, render = re.findall(r"`([^`]+)`", hint)
     shutil.copy(os.path.join(ROOT, SMALL_RESULTS), tmp_path / "results.json")
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--no-index", "-q", *shlex.split(install)[2:]],

@@ -22,6 +22,7 @@ from harness.model.results import Results, load, save, write_together
 from harness.processes import runner as runner_module
 from harness.processes.runner import LOG_LINE_CHARS, LOG_TAIL_LINES, Runner
 from harness.reporting import markdown, report
+from harness.reporting.support import support_chart
 from tests.harness.conftest import PLANTED, run_python
 from tests.harness.test_trustworthy_reports import _complete_chart, _matrix
 from tests.harness.test_units import FINGERPRINT
@@ -294,7 +295,7 @@ def test_where_an_interpreter_run_disagrees_with_the_tutorial_it_says_so_and_not
     cells = [CellResult(Cell.parse(f"case{n}-raw-compile_default"), Outcome.FAIL, stage=Stage.COMPILE, message="no") for n in range(11)]
     for fingerprint, heading in ((FINGERPRINT, "### Where the tutorial is wrong for these versions"),
                                  (dataclasses.replace(FINGERPRINT, mode=INTERPRETER), "### Where this run disagrees with the tutorial")):
-        support = report.support_chart(Results(fingerprint=fingerprint, cells=cells))
+        support = support_chart(Results(fingerprint=fingerprint, cells=cells))
         assert heading in support and ("interpreter's" in support) == (fingerprint.mode == INTERPRETER)
         line = next(line for line in support.splitlines() if line.startswith("- **Supports torch.compile**, raw"))
         assert line.endswith("`case5-raw-compile_default`, `case6-raw-compile_default`, and 3 more"), line

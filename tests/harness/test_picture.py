@@ -15,6 +15,7 @@ from harness.model.judging import judged
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results, load, save
 from harness.reporting import picture, report
+from harness.reporting.support import picture_lines, support_chart
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 COMMITTED = os.path.join(ROOT, "reports", "gpu")
@@ -143,9 +144,9 @@ def test_without_matplotlib_support_says_how_to_get_the_picture_and_an_earlier_p
     assert sorted(p.name for p in out.iterdir()) == ["MATRIX.md", "SUPPORT.md", "results.json"]
     support = (out / "SUPPORT.md").read_text()
     assert "![" not in support
-    assert report.picture_lines(drawn=False)[0] in support and picture.INSTALL in support
+    assert picture_lines(drawn=False)[0] in support and picture.INSTALL in support
     assert "python -m harness report results.json --out DIR" in support
     # Everything else is as with the picture drawn: one line differs.
-    drawn = report.support_chart(planted(), picture_drawn=True).splitlines()
-    assert [line for line in support.splitlines() if line not in drawn] == report.picture_lines(drawn=False)
+    drawn = support_chart(planted(), picture_drawn=True).splitlines()
+    assert [line for line in support.splitlines() if line not in drawn] == picture_lines(drawn=False)
     assert len(drawn) == len(support.splitlines())

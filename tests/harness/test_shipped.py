@@ -17,7 +17,8 @@ from harness.model.errors import CaseError
 from harness.model.outcome import CellResult, Outcome, Stage
 from harness.model.results import Results
 from harness.model.rows import Row
-from harness.reporting.report import matrix, support_chart
+from harness.reporting.report import matrix
+from harness.reporting.support import support_chart
 from tests.harness import planted_shipped
 from tests.harness.conftest import runner_of
 from tests.harness.planted_library import kernels as library_kernels

@@ -176,8 +176,7 @@ def test_the_zygote_serves_after_imports_that_load_the_cuda_driver_and_refuses_o
 def test_a_run_whose_folder_is_too_deep_for_a_socket_starts_its_runners_without_a_zygote(tmp_path):
     # A Unix socket's path holds 107 bytes on Linux: under a long TMPDIR each runner is started alone, at once,
     # rather than each worker waiting for a zygote that cannot open its socket.
-    from harness.plugin.controller import MatrixController
+    from harness.plugin.run_processes import RunProcesses
 
-    controller = MatrixController.__new__(MatrixController)
-    controller.run_caches, controller._zygote = str(tmp_path / ("d" * 120)), None
-    assert controller.run_zygote(workers=2) is None and controller._zygote is None
+    processes = RunProcesses(config=None, folder=str(tmp_path / ("d" * 120)))
+    assert processes.zygote(workers=2) is None and processes._zygote is None

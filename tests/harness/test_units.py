@@ -26,7 +26,7 @@ from harness.model.outcome import CellResult, Fault, InGraph, Outcome, Stage, Ti
 from harness.model.results import VERSION, Results, dumps, load, merge, save
 from harness.model.rows import Row
 from harness.model.settings import PROFILES, Settings
-from harness.reporting.report import support_chart
+from harness.reporting.support import support_chart
 from tests.harness.conftest import PLANTED
 from tests.harness.planted import CASES, _launch_with, copy_kernel
 
@@ -360,7 +360,7 @@ def test_a_rerun_folded_over_a_full_run_replaces_its_cells_and_the_chart_says_wh
 
 
 def test_tutorial_chart_marks_where_measurements_disagree():
-    from harness.reporting.report import tutorial_chart
+    from harness.reporting.support import tutorial_chart
 
     cells = [
         _result("a-custom_op-compile_fullgraph"), _result("b-custom_op-compile_fullgraph"),
@@ -467,7 +467,7 @@ def test_a_long_command_is_shortened_in_the_markdown_and_kept_whole_in_results(t
 def test_an_interrupt_while_the_reports_are_written_waits_until_they_are_done():
     import signal
 
-    from harness.plugin.controller import signals_deferred
+    from harness.plugin.interrupts import signals_deferred
 
     before = signal.getsignal(signal.SIGINT)
     with signals_deferred() as received:
@@ -511,7 +511,7 @@ def test_a_cell_names_its_control_its_speed_baseline_and_its_test():
 
 
 def test_reports_diffs_and_repeat_comparisons_leave_the_results_they_are_given_unchanged(tmp_path):
-    from harness.reporting import diff, report
+    from harness.reporting import diff, report, support
     from harness.tools import repeat
 
     results = Results(fingerprint=FINGERPRINT, cells=[
@@ -523,7 +523,7 @@ def test_reports_diffs_and_repeat_comparisons_leave_the_results_they_are_given_u
                                                     _result("add-raw-eager", Outcome.WRONG, Stage.RUN)])
     before = [json.dumps(r.to_json(), sort_keys=True) for r in (results, other)]
     report.write(results, str(tmp_path))
-    report.support_chart(results), report.matrix(results), report.tutorial_chart(results)
+    support.support_chart(results), report.matrix(results), support.tutorial_chart(results)
     found = diff.compare(results, other)
     compared = repeat.compare([("a", results), ("b", other)])
     repeat.combined(compared)
@@ -538,7 +538,7 @@ def test_the_results_tools_run_where_torch_cannot_be_imported(tmp_path):
     import subprocess
     import sys
 
-    from harness.reporting import report
+    from harness.reporting import support
 
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     gpu, cpu = (os.path.join(root, "reports", m, "results.json") for m in ("gpu", "cpu"))
@@ -553,7 +553,7 @@ def test_the_results_tools_run_where_torch_cannot_be_imported(tmp_path):
     assert plugin.returncode == 0, plugin.stderr
     assert "regressed" in (tmp_path / "diff.md").read_text()
     committed = open(os.path.join(root, "reports", "gpu", "SUPPORT.md")).read()
-    shown, how_to = ("\n".join(report.picture_lines(drawn)) for drawn in (True, False))
+    shown, how_to = ("\n".join(support.picture_lines(drawn)) for drawn in (True, False))
     assert committed.count(shown) == 1, "reports/gpu/SUPPORT.md does not show the picture: re-render it with matplotlib"
     assert (tmp_path / "SUPPORT.md").read_text() == committed.replace(shown, how_to)
 

@@ -26,7 +26,7 @@ from harness.model.known_issues import Status, by_key, match
 from harness.model.outcome import CellResult, Fault, Outcome, Stage
 from harness.model.results import Results
 from harness.model.rows import Row
-from harness.reporting import diff, history, report, why
+from harness.reporting import diff, history, report, support, why
 from harness.tools import reproduce
 from tests.harness.conftest import PLANTED, runner_of
 
@@ -373,7 +373,7 @@ def _reported_run(fingerprint=GPU):
 
 
 def test_support_lists_the_failures_no_known_issue_explains_before_the_known_issues_with_links_and_workarounds():
-    chart = report.support_chart(_reported_run())
+    chart = support.support_chart(_reported_run())
     section = chart.split("## Why cells fail")[1]
     assert "**1 match a known upstream issue or documented limit, 1 a cause read in the source that no upstream issue tracks yet, " \
            "and 1 nothing known**" in flat(section)
@@ -392,13 +392,13 @@ def test_support_lists_the_failures_no_known_issue_explains_before_the_known_iss
 
 
 def test_support_has_no_why_section_when_no_cell_fails():
-    chart = report.support_chart(Results(fingerprint=GPU, cells=[passed("add-raw-eager"), passed("add-control-eager")]))
+    chart = support.support_chart(Results(fingerprint=GPU, cells=[passed("add-raw-eager"), passed("add-control-eager")]))
     assert "## Why cells fail" not in chart
 
 
 def test_support_marks_an_issue_fixed_in_the_release_the_run_had():
     on_2_13 = gpu_run("2.13.0")
-    section = report.support_chart(Results(fingerprint=on_2_13, cells=[setup_context_failure(), passed("add-control-compile_fullgraph")]))
+    section = support.support_chart(Results(fingerprint=on_2_13, cells=[setup_context_failure(), passed("add-control-compile_fullgraph")]))
     assert "| fixed in torch 2.13; **fails although marked fixed in torch 2.13** |" in flat(section.split("## Why cells fail")[1])
 
 
