@@ -108,6 +108,12 @@ def _modules(package: str) -> list[str]:
     return [f"{package}.{n}" for n in names]
 
 
+def _subpackages(package: str) -> list[str]:
+    """A layer's own packages (harness.execution.paths): drawn inside it, one level down."""
+    folder = os.path.dirname(path_of(package))
+    return [f"{package}.{n}" for n in sorted(os.listdir(folder)) if os.path.isfile(os.path.join(folder, n, "__init__.py"))]
+
+
 def _defines_anything(module: str) -> bool:
     with open(path_of(module)) as f:
         return any(isinstance(n, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)) for n in ast.parse(f.read()).body)
@@ -128,12 +134,17 @@ def tree() -> str:
         if _defines_anything(layer):
             lines.append(_line(4, "__init__.py", described(layer), 20))
         lines += [_line(4, m.rpartition(".")[2] + ".py", described(m), 20) for m in _modules(layer) if m != "harness.cases"]
+        for sub in _subpackages(layer):
+            lines.append(_line(4, sub.rpartition(".")[2] + "/", summary(sub), 20))
+            lines += [_line(6, m.rpartition(".")[2] + ".py", described(m), 18) for m in _modules(sub)]
     return "\n".join(lines)
 
 
 def too_long() -> list[str]:
     """Modules whose first sentence is longer than a line of the tree."""
-    every = ["harness", *layers()] + [m for layer in layers() if path_of(layer).endswith("__init__.py") for m in _modules(layer)]
+    packages = [layer for layer in layers() if path_of(layer).endswith("__init__.py")]
+    packages += [sub for layer in packages for sub in _subpackages(layer)]
+    every = ["harness", *layers(), *packages] + [m for package in packages for m in _modules(package)]
     return [f"{m}: {len(summary(m))} characters" for m in every if len(summary(m)) > SUMMARY_LIMIT]
 
 

@@ -7,7 +7,6 @@ inside into a failure at that stage (harness.execution.execute maps foreign exce
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -24,6 +23,9 @@ from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
 from harness.execution import cpp_runtime, saved
 from harness.execution.observer import GraphObserver
+from harness.execution.paths import aoti
+from harness.execution.paths import compiling
+from harness.execution.paths import export
 from harness.execution.warm_cache import EditedInNewProcess
 from harness.model.outcome import WAITED_FOR_PACKAGE, HarnessFault, Stage
 from harness.model.rows import Kind, Row
@@ -75,103 +77,33 @@ class Style:
     wrapping: str  # the style the new process builds
 
 
-class _Program(torch.nn.Module):
-    """export needs a Module; it calls the wrapped callable and nothing else."""
-
-    def __init__(self, fn: Artifact):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *inputs: Any) -> Any:
-        return self.fn(*inputs)
-
-
-def dynamic_batch(inputs: tuple[Any, ...], max_batch: int, batched: tuple[bool, ...] | None = None,
-                  dims: Mapping[int, int] | None = None, min_batch: int = 1) -> tuple[Any, ...]:
-    """Dim 0 of every batched tensor input is one dynamic batch dimension (min_batch..max_batch), and each of `dims`
-    one more, shared by the batched inputs that have it (forward takes them as *inputs)."""
-    shared = {0: torch.export.Dim("batch", min=min_batch, max=max_batch)}
-    shared.update({dim: torch.export.Dim(f"dim{dim}", min=1, max=largest) for dim, largest in (dims or {}).items()})
-    batched = batched or (True,) * len(inputs)
-
-    def spec(x: Any, is_batched: bool) -> dict[int, Any] | None:
-        if not isinstance(x, torch.Tensor) or not is_batched:
-            return None
-        return {dim: d for dim, d in shared.items() if dim < x.dim()}
-
-    return (tuple(spec(x, b) for x, b in zip(inputs, batched)),)
-
-
 def as_is(build: Build) -> Artifact:
     """Eager rows, eager training and the subsystems run the callable itself."""
     return build.fn
 
 
 def compiled(build: Build) -> Artifact:
-    """torch.compile with the row's options; it compiles lazily, on the first call, so that call is made here."""
+    """torch.compile with the row's options (harness.execution.paths.compiling, which the cell's reproducer prints); it
+    compiles lazily, on the first call, so that call is made here."""
     spec = build.row.spec
     if spec.compile_options is None:  # training without a compiler
         return build.fn
-    artifact = torch.compile(_own_function(build.fn) if spec.dynamo_config else build.fn, **spec.compile_options)
-    if spec.unbacked:
-        artifact = _batch_unbacked(artifact, build.batched)
-    artifact = _in_row_context(artifact, build.row)
+    artifact = compiling.compiled(build.fn, spec.compile_options, settings=spec.dynamo_config, marked_unbacked=spec.unbacked,
+                                     batched=build.batched, inference_mode=spec.inference_mode)
     with build.stage(Stage.COMPILE):
         build.call(artifact, build.inputs)
     return artifact
 
 
-def _own_function(fn: Artifact) -> Artifact:
-    """A function of its own that calls `fn`: Dynamo keeps compiled code, and counts compiles against recompile_limit,
-    per function (its code object), and each dtype's artifact is then counted alone, as a program of one dtype is."""
-    def program(*inputs: Any) -> Any:
-        return fn(*inputs)
-
-    program.__code__ = program.__code__.replace()  # a new code object: every `program` made here shares the def's
-    return program
-
-
-def _in_row_context(artifact: Artifact, row: Row) -> Artifact:
-    """Each call made under what the row's program sets around it: torch.inference_mode(), Dynamo's settings."""
-    spec = row.spec
-    if not (spec.inference_mode or spec.dynamo_config):
-        return artifact
-
-    def call(*inputs: Any) -> Any:
-        with contextlib.ExitStack() as context:
-            if spec.inference_mode:
-                context.enter_context(torch.inference_mode())
-            context.enter_context(dynamo_settings(row))
-            return artifact(*inputs)
-
-    return call
-
-
-def dynamo_settings(row: Row) -> ContextManager[None]:
-    """The row's Dynamo settings (RowSpec.dynamo_config), those this torch has: a flag a later torch dropped (as it made
-    enable_aot_compile the default) is left out. A setting the row cannot do without is its needs_torch."""
-    config = torch._dynamo.config
-    return config.patch(**{k: v for k, v in (row.spec.dynamo_config or {}).items() if hasattr(config, k)})
-
-
-def _batch_unbacked(artifact: Artifact, batched: tuple[bool, ...]) -> Artifact:
-    """Mark dim 0 of every batched tensor input unbacked before each call, as code that must not specialise
-    on a data-dependent size does: the compiled code may assume nothing of it, not even that it is not 0 or 1."""
-
-    def call(*inputs: Any) -> Any:
-        for x, is_batched in zip(inputs, batched):
-            if isinstance(x, torch.Tensor) and is_batched and x.dim() > 0:
-                torch._dynamo.decorators.mark_unbacked(x, 0)
-        return artifact(*inputs)
-
-    return call
+def _named(build: Build) -> Callable[[str], ContextManager[None]]:
+    """The cell's stages as a path module names them (harness.execution.paths): `stage("export")`."""
+    return lambda name: build.stage(Stage(name))
 
 
 def _export(build: Build) -> torch.export.ExportedProgram:
-    with build.stage(Stage.EXPORT):
-        exported = torch.export.export(_Program(build.fn), build.inputs, strict=bool(build.row.spec.strict),
-                                       dynamic_shapes=dynamic_batch(build.inputs, build.max_batch, build.batched, build.dims,
-                                                                    build.min_batch))
+    """The export path (harness.execution.paths.export, which the cell's reproducer prints), its stage the cell's."""
+    exported = export.export(build.fn, build.inputs, bool(build.row.spec.strict), build.max_batch, build.batched, build.dims,
+                                  build.min_batch, stage=_named(build))
     build.observer.record(exported.graph)
     return exported
 
@@ -186,8 +118,7 @@ def _package(build: Build) -> str:
     exported = _export(build)
 
     def make() -> str:
-        with build.stage(Stage.AOT_COMPILE):
-            return torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(build.workdir, f"{build.label}.pt2"))
+        return aoti.package(exported, os.path.join(build.workdir, f"{build.label}.pt2"), stage=_named(build))
 
     if build.shared is None:
         return make()
@@ -237,9 +168,7 @@ def program_digest(exported: torch.export.ExportedProgram) -> str:
 
 
 def aoti_python(build: Build) -> Artifact:
-    package = _package(build)
-    with build.stage(Stage.AOT_LOAD):
-        return torch._inductor.aoti_load_package(package)
+    return aoti.load(_package(build), stage=_named(build))
 
 
 def aoti_cpp(build: Build) -> Artifact:
@@ -285,7 +214,7 @@ def warm_cache(build: Build) -> Artifact:
     with build.stage(Stage.WRAP):
         edited = EditedInNewProcess(build.style.case, build.style.wrapping, options, build.workdir, build.processes)
     with torch._inductor.config.patch(post_grad_custom_post_pass=None):
-        artifact = torch.compile(build.fn, **options)
+        artifact = compiling.compiled(build.fn, options)
         with build.stage(Stage.COMPILE):
             build.call(artifact, build.inputs)
     with build.stage(Stage.WRAP):
@@ -327,7 +256,7 @@ def precompiled(build: Build) -> Artifact:
     """torch.compile's aot_compile on the example inputs, the compiled function saved (save_compiled_function); a new
     process that imports the case builds the style and loads it (torch.compiler.load_compiled_function) in its globals."""
     options = dict(build.row.spec.compile_options or {})
-    with build.stage(Stage.COMPILE), dynamo_settings(build.row):
+    with build.stage(Stage.COMPILE), compiling.dynamo_settings(build.row.spec.dynamo_config):
         compiled_function = torch.compile(build.fn, **options).aot_compile((tuple(build.inputs), {}))
     path = os.path.join(build.workdir, f"{build.label}.precompiled")
     with build.stage(Stage.SAVE):

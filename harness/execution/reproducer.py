@@ -5,8 +5,9 @@ The file imports torch, triton and the case's own module, nothing of the harness
 the chart's own definitions of the style (harness.execution.wrapping's sources of the autograd.Function, of the
 operators' bodies, each kernel named in a `wrap_triton(kernel)` call, and of their autograd, run as the chart runs
 them; the poisoned allocators; the launcher's rebinding) and of the checks (numerics.flatten, training.step, the
-stage rule), and writes out what harness.execution.builders does on the row (torch.compile, export with the batch
-dynamic, AOTInductor's package), so the error it prints can be pasted into an upstream issue. Because none of the harness runs, it also checks the chart: a
+stage rule) and of the row's path (harness.execution.paths: torch.compile, export with the batch dynamic,
+AOTInductor's package, printed as the cell ran them), and writes out the rest of what harness.execution.builders does
+on the row, so the error it prints can be pasted into an upstream issue. Because none of the harness runs, it also checks the chart: a
 reproducer that passes where the cell failed points at the harness.
 
 Its last line says what happened, in one form a program can read (`outcome_of` parses it):
@@ -28,6 +29,7 @@ import torch
 from harness.authoring import registry
 from harness.authoring.case import Case, Example, dtype_name, kernel_name
 from harness.authoring.launcher import takes_namespace
+from harness.execution import paths
 from harness.model.cell import Cell
 from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
 from harness.model.errors import UsageError
@@ -570,6 +572,8 @@ def _(*shapes, out_shape=None, **kwargs):
                       'with stage("run"):', f"    for dtype in [{', '.join(f'torch.{dtype_name(d)}' for d in dtypes)}]:",
                       f"        {plain}(*make_inputs(dtype, {case.example_shape!r}, 0))"]
         kind = spec.kind
+        for module in paths.of(row):  # the cell's own path, as it ran
+            self.source.add(inspect.getsource(module))
         names = "[f'output {n}' for n in range(count)]"
         reference = "case.reference_outputs"
         compared_inputs = True  # the inputs after the call are compared too: a mutation must happen, and only where declared
@@ -583,14 +587,13 @@ def _(*shapes, out_shape=None, **kwargs):
         if kind is Kind.EAGER or (kind is Kind.SUBSYSTEM and row is Row.CPU_FALLBACK):
             lines += ["artifact = program"]
         elif kind in (Kind.COMPILE, Kind.WARM_CACHE, Kind.TRAIN):
-            options = ", ".join(f"{k}={v!r}" for k, v in (spec.compile_options or {}).items())
             if spec.compile_options is None:  # training without a compiler
                 lines += ["artifact = step(program, NO_GRAD)"]
             else:
                 if kind is Kind.WARM_CACHE:
                     lines.insert(0, "# The chart compiled this once, then again in a new process on the warm caches after editing "
                                     "the kernel; this file makes the first compile, where the cell failed or its failure begins.")
-                lines += self._compiled_per_dtype(options, kind, traced)
+                lines += self._compiled_per_dtype(kind, traced)
         elif kind in (Kind.EXPORT, Kind.AOTI, Kind.AOTI_CPP, Kind.AOTI_FRESH):
             lines += self._export(kind)
         elif kind in (Kind.EXPORT_LOAD, Kind.CACHE_ARTIFACTS, Kind.PRECOMPILE):
@@ -638,21 +641,19 @@ def _(*shapes, out_shape=None, **kwargs):
         """Whether the path is torch.compile, which the chart builds anew for each dtype (Execution.artifact)."""
         return self.row.spec.kind in (Kind.COMPILE, Kind.WARM_CACHE, Kind.TRAIN) and self.row.spec.compile_options is not None
 
-    def _compiled_per_dtype(self, options: str, kind: Kind, traced: Example) -> list[str]:
+    def _compiled_per_dtype(self, kind: Kind, traced: Example) -> list[str]:
         """torch.compile of the program made anew for each dtype on its first call and called once on that dtype's
         example (seed 0 at example_shape), as the chart builds it (builders.compiled); in training, the forward alone,
         on inputs that require grad. Two compiled functions of one program share Dynamo's and Inductor's caches."""
         spec = self.row.spec
-        called = "unbacked_of(compiled)" if spec.unbacked else "compiled"
-        if spec.inference_mode or spec.dynamo_config:
-            called = f"in_row_context({called})"
-        compiled = "own_function(program)" if spec.dynamo_config else "program"
         first = (f"leaves(make_inputs(dtype, {self.case.example_shape!r}, 0), NO_GRAD)" if kind is Kind.TRAIN
                  else f"make_inputs(dtype, {self.case.example_shape!r}, 0)")
-        return ["", "", *(self._unbacked() if spec.unbacked else []), *self._row_context(),
+        settings = dict(spec.dynamo_config) if spec.dynamo_config else None
+        options_dict = ", ".join(f"{k!r}: {v!r}" for k, v in (spec.compile_options or {}).items())
+        return ["", "",
                 "def build(dtype):",
-                f"    compiled = torch.compile({compiled}{', ' + options if options else ''})",
-                f"    called = {called}",
+                f"    called = compiled(program, {{{options_dict}}}, settings={settings!r}, marked_unbacked={bool(spec.unbacked)}, "
+                f"batched={self.case.batched!r}, inference_mode={bool(spec.inference_mode)})",
                 '    with stage("compile", called=True):',
                 f"        called(*{first})",
                 "    return step(called, NO_GRAD)" if kind is Kind.TRAIN else "    return called",
@@ -668,30 +669,6 @@ def _(*shapes, out_shape=None, **kwargs):
                 "",
                 "",
                 f"artifact_of(torch.{dtype_name(traced.dtype)})"]
-
-    def _row_context(self) -> list[str]:
-        """What the row's program sets around each call (builders._in_row_context), and the function of its own each
-        dtype compiles where it sets Dynamo's settings (builders._own_function)."""
-        spec = self.row.spec
-        lines: list[str] = []
-        if spec.dynamo_config:
-            lines += ["def own_function(fn):",
-                      "    # Dynamo counts compiles (recompile_limit) per function: each dtype's is a function of its own",
-                      "    def program_of_one_dtype(*values):",
-                      "        return fn(*values)",
-                      "    program_of_one_dtype.__code__ = program_of_one_dtype.__code__.replace()",
-                      "    return program_of_one_dtype",
-                      "", ""]
-        if spec.inference_mode or spec.dynamo_config:
-            contexts = (["torch.inference_mode()"] if spec.inference_mode else []) + (
-                [f"torch._dynamo.config.patch(**{dict(spec.dynamo_config)!r})"] if spec.dynamo_config else [])
-            lines += ["def in_row_context(compiled):",
-                      "    def call(*values):",
-                      f"        with {', '.join(contexts)}:",
-                      "            return compiled(*values)",
-                      "    return call",
-                      "", ""]
-        return lines
 
     def _served(self, kind: Kind) -> list[str]:
         """The branch this file takes when it is started again as the new process that loads what was saved
@@ -731,8 +708,8 @@ def _(*shapes, out_shape=None, **kwargs):
                      folder, "SAVED = os.path.join(folder, 'cache-artifacts')",
                      'with stage("save"):', "    with open(SAVED, 'wb') as f:", "        f.write(torch.compiler.save_cache_artifacts()[0])"]
         else:
-            settings = {k: v for k, v in (self.row.spec.dynamo_config or {}).items() if hasattr(torch._dynamo.config, k)}
-            lines = [f'with stage("compile"), torch._dynamo.config.patch(**{settings!r}):',
+            settings = dict(self.row.spec.dynamo_config or {})
+            lines = [f'with stage("compile"), dynamo_settings({settings!r}):',
                      f"    precompiled = torch.compile(program{', ' + options if options else ''}).aot_compile((traced, {{}}))",
                      folder, "SAVED = os.path.join(folder, 'precompiled')",
                      'with stage("save"):', "    precompiled.save_compiled_function(SAVED)"]
@@ -761,51 +738,16 @@ def _(*shapes, out_shape=None, **kwargs):
             "    return out",
         ]
 
-    def _unbacked(self) -> list[str]:
-        batched = self.case.batched
-        return ["",
-                "def unbacked_of(compiled):",
-                "    def call(*values):",
-                "        # dim 0 of every batched tensor input unbacked before each call (torch._dynamo.mark_unbacked)",
-                f"        for x, batched in zip(values, {batched!r}):",
-                "            if isinstance(x, torch.Tensor) and batched and x.dim() > 0:",
-                "                torch._dynamo.decorators.mark_unbacked(x, 0)",
-                "        return compiled(*values)",
-                "    return call",
-                "",
-                ""]
-
     def _export(self, kind: Kind) -> list[str]:
         case, spec = self.case, self.row.spec
         self.source.imports.update({"os", "tempfile"})
-        dims = [f'batch = torch.export.Dim("batch", min={case.min_batch}, max={case.max_batch})']
-        shared = {0: "batch"}
-        for dim, largest in sorted(case.dynamic_dims.items()):
-            dims.append(f'dim{dim} = torch.export.Dim("dim{dim}", min=1, max={largest})')
-            shared[dim] = f"dim{dim}"
-        specs = []
-        for name, is_batched, param in zip(self.params, case.batched, case.input_parameters()):
-            tensor = param.annotation is torch.Tensor or name in case.optional_inputs
-            specs.append("None" if not (tensor and is_batched) else
-                         "{" + ", ".join(f"{d}: {v}" for d, v in shared.items()) + "}" + f" if traced[{len(specs)}] is not None else None")
-        lines = [
-            "",
-            "class Program(torch.nn.Module):",
-            "    def forward(self, *inputs):",
-            "        return program(*inputs)",
-            "",
-            *dims,
-            f"dynamic_shapes = (({', '.join(specs)}{',' if len(specs) == 1 else ''}),)",
-            'with stage("export"):',
-            f"    exported = torch.export.export(Program(), traced, strict={bool(spec.strict)}, dynamic_shapes=dynamic_shapes)",
-        ]
+        lines = [f"exported = export(program, traced, strict={bool(spec.strict)}, max_batch={case.max_batch}, "
+                 f"batched={case.batched!r}, dims={dict(case.dynamic_dims)!r}, min_batch={case.min_batch}, stage=stage)"]
         if kind is Kind.EXPORT:
             return lines + ["artifact = exported.module()"]
-        lines += ['with stage("aot_compile"):',
-                  '    package = torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(tempfile.mkdtemp(), '
-                  f'"{case.name}.pt2"))']
+        lines += [f'package_path = package(exported, os.path.join(tempfile.mkdtemp(), "{case.name}.pt2"), stage=stage)']
         if kind is Kind.AOTI:
-            return lines + ['with stage("aot_load"):', "    artifact = torch._inductor.aoti_load_package(package)"]
+            return lines + ["artifact = load(package_path, stage=stage)"]
         self.source.imports.update({"subprocess", "json"})
         where = ("from C++ (AOTIModelPackageLoader, no Python); this file loads it with the same loader in a new Python "
                  "process that imports torch only" if kind is Kind.AOTI_CPP else "in a new Python process that imports torch only")
@@ -838,7 +780,7 @@ def _(*shapes, out_shape=None, **kwargs):
             "    folder = tempfile.mkdtemp()",
             "    inputs_file, outputs_file = os.path.join(folder, 'inputs.pt'), os.path.join(folder, 'outputs.pt')",
             "    torch.save(values, inputs_file)",
-            "    done = subprocess.run([sys.executable, '-c', SERVE, package, inputs_file, outputs_file], capture_output=True, text=True)",
+            "    done = subprocess.run([sys.executable, '-c', SERVE, package_path, inputs_file, outputs_file], capture_output=True, text=True)",
             "    if done.returncode == 0:",
             "        return torch.load(outputs_file)",
             "    print(done.stderr, file=sys.stderr)",

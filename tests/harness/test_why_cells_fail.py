@@ -664,7 +664,7 @@ def test_repro_writes_a_python_file_for_a_built_in_cell(monkeypatch, tmp_path, c
 
 def test_every_row_kind_and_every_style_shipped_included_has_a_reproducer_made_of_the_charts_own_definitions():
     from harness.authoring import registry
-    from harness.execution import wrapping
+    from harness.execution import paths, wrapping
     from harness.model.columns import Wrapping
     from harness.model.rows import Kind
 
@@ -680,6 +680,8 @@ def test_every_row_kind_and_every_style_shipped_included_has_a_reproducer_made_o
         assert "harness.execution" not in text and "harness.model" not in text, (row, style)
         assert re.search(r"^\s*(artifact = |def artifact\(|def artifact_of\()", text, re.M), f"{row.value}: no path in {style.value}'s"
         assert text.rstrip().endswith('print("\\nPASSED: the path ran and matched the reference")'), (row, style)
+        for module in paths.of(row):  # the path the cell runs, printed as it is
+            assert inspect.getsource(module) in text, (row, style, module.__name__)
         if row.spec.kind is Kind.TRAIN:  # the chart's training step itself, not a copy
             assert inspect.getsource(training.step).strip() in text
         # The style as the chart builds it, from the same source: the Function, the operator's body and autograd.
