@@ -293,6 +293,13 @@ def build(request: Build) -> Artifact:
     return BUILDERS[request.row.spec.kind](request)
 
 
+# A kernel's attributes that Triton fills the first time the kernel is launched or hashed in a process: the source's
+# hash (JITFunction.cache_key, None until then), which the source itself already stands for. Taken, they made the same
+# program digest differently in a process that had launched the kernel and in one that had not, and a package could be
+# built twice for one program (on one H200, 9 of 33 pairs of strict export's Python and C++ cells built theirs twice).
+_FILLED_ON_USE = frozenset({"hash"})
+
+
 def _kernel_identity(kernel: Any) -> list[str]:
     """A Triton kernel as its source and its wrappers' settings (autotune configs and keys, heuristics' code),
     never an address: the same kernel in two processes gives the same list."""
@@ -303,6 +310,8 @@ def _kernel_identity(kernel: Any) -> list[str]:
         if hasattr(kernel, "__code__"):  # the Python function under the interpreter, which keeps no source
             parts.append(kernel.__code__.co_code.hex() + repr(kernel.__code__.co_consts))
         for name, value in sorted(vars(kernel).items()) if hasattr(kernel, "__dict__") else []:
+            if name in _FILLED_ON_USE:
+                continue
             if name == "configs":
                 parts.append(repr([str(config) for config in value]))
             elif isinstance(value, dict) and all(callable(v) for v in value.values()):  # heuristics

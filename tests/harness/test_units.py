@@ -640,6 +640,21 @@ def test_a_triton_kernel_is_identified_by_its_code_and_settings_not_its_address(
     assert not any("0x" in part for part in _kernel_identity(autotuned))  # no addresses: processes agree
 
 
+def _copy_kernel(x_ptr, y_ptr, n):  # a kernel's Python source, for a JITFunction made on the CPU (nothing compiles it)
+    pass
+
+
+def test_a_kernel_launched_in_this_process_is_identified_as_one_that_was_not():
+    from triton.runtime.jit import JITFunction
+
+    from harness.execution.builders import _kernel_identity
+
+    kernel = JITFunction(_copy_kernel)  # as @triton.jit makes it on a GPU, where a launch first computes its hash
+    before = _kernel_identity(kernel)
+    assert kernel.cache_key and kernel.hash  # what a launch fills in
+    assert _kernel_identity(kernel) == before  # one program, one digest, in a process that launched it or not
+
+
 def test_a_result_as_close_to_float64_as_the_eager_reference_passes_and_a_mistake_does_not():
     from tests.harness.planted import sum_in_order
 
