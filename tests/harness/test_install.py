@@ -57,3 +57,15 @@ def test_the_wheel_in_a_fresh_venv_runs_the_matrix_on_a_users_module_from_a_fold
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     both = json.loads((project / "both" / "results.json").read_text())
     assert {c["cell"]: c["outcome"] for c in both["cells"]} == {"my_leaky_relu-raw-eager": "pass", "add-raw-eager": "pass"}
+
+
+def test_every_package_of_the_harness_is_one_the_wheel_installs():
+    """The wheel holds the packages pyproject.toml lists and no others: a subpackage left out installs a harness whose
+    every runner dies importing it (harness.execution.paths: 'No module named ...' in each cell, as the wheel above met)."""
+    import tomllib
+
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        listed = set(tomllib.load(f)["tool"]["setuptools"]["packages"])
+    found = {os.path.relpath(folder, ROOT).replace(os.sep, ".") for folder, _, files in os.walk(os.path.join(ROOT, "harness"))
+             if "__init__.py" in files}
+    assert found - listed == set(), f"add these to pyproject.toml's packages: {sorted(found - listed)}"
