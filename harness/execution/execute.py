@@ -26,7 +26,7 @@ from torch._dynamo.utils import counters
 from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
 from harness.authoring.case import Case, Example, dtype_name
-from harness.execution import applicability, backward_check, builders, degradation, perf, subsystems
+from harness.execution import applicability, backward_check, builders, degradation, paths, perf, subsystems
 from harness.execution import training as train
 from harness.execution import wrapping as wrappings
 from harness.execution.blame import LauncherRaised, case_files, harness_named_module, raised_by_case_code, shown
@@ -79,11 +79,12 @@ def _failure(stage: Stage, error: BaseException, called: bool = False) -> StageF
 
 def _type_name(error: BaseException) -> str:
     """The error kind a results file records: a builtin by its name, the harness's own by `harness.<Class>`
-    whichever module defines it (so moving a module changes no recorded data), any other by its module path."""
+    whichever module defines it (so moving a module changes no recorded data), a path module's among them (plain
+    PyTorch, its exceptions no HarnessError: harness.execution.paths), any other by its module path."""
     kind = type(error)
     if kind.__module__ == "builtins":
         return kind.__name__
-    if isinstance(error, HarnessError):
+    if isinstance(error, HarnessError) or kind.__module__.startswith(f"{paths.__name__}."):
         return f"harness.{kind.__qualname__}"
     return f"{kind.__module__}.{kind.__qualname__}"
 

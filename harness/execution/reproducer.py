@@ -798,63 +798,20 @@ def _(*shapes, out_shape=None, **kwargs):
         self.source.add(f"NO_GRAD = {self.case.no_grad_positions!r}")
 
     def _subsystem(self, lines: list[str]) -> tuple[str, str]:
-        """The row's program (`artifact`) added to `lines`; returns its reference and its outputs' names (source)."""
+        """The row's program (`artifact`, made by its path: harness.execution.paths.subsystems) added to `lines`; returns
+        its reference and its outputs' names (source)."""
         row, case = self.row, self.case
         if row is Row.OPCHECK:
             # The operator the chart checks: the library's own as the case names it, or the one the style registers.
             op = "case.shipped" if self.style is Wrapping.SHIPPED else f"torch.ops.{OP_NAMESPACE}.{case.name}_{self.style.value}.default"
-            lines += ["",
-                      "def artifact(*values):",
-                      f"    report = torch.library.opcheck({op}, values, raise_exception=False)",
-                      "    failed = {test: result for test, result in report.items() if result != 'SUCCESS'}",
-                      "    if failed:",
-                      "        test, error = next(iter(failed.items()))",
-                      "        message = (str(error).strip().splitlines() or [''])[0] if isinstance(error, BaseException) else str(error)",
-                      "        raise OpcheckFailed(f'{len(failed)} of {len(report)} opcheck tests fail; {test}: {message}')",
-                      "    return []",
-                      "",
-                      "class OpcheckFailed(AssertionError):",
-                      "    pass"]
+            lines += [f"artifact = opchecked({op})"]
             return "lambda *values: []", "[]"
         if row is Row.FLOP_COUNTER:
-            lines += ["",
-                      "from torch.utils.flop_counter import FlopCounterMode",
-                      "",
-                      "def flops(fn, values):",
-                      "    with FlopCounterMode(display=False) as counter:",
-                      "        fn(*values)",
-                      "    return int(counter.get_total_flops())",
-                      "",
-                      "def artifact(*values):",
-                      "    return [torch.tensor(flops(program, values))]",
-                      "",
-                      "def flops_of_reference(*values):",
-                      "    counted = flops(case.reference, values)",
-                      "    return [torch.tensor(counted or case.flops(*[tuple(x.shape) for x in values if isinstance(x, torch.Tensor)]))]"]
-            return "flops_of_reference", "['the flop count']"
+            lines += ["artifact = flops_counted(program)"]
+            return "flops_expected(case.reference, case.flops)", "['the flop count']"
         if row is Row.TENSOR_SUBCLASS:
-            from harness.execution import subsystems
-
-            lines += ["",
-                      "from torch.testing._internal.two_tensor import TwoTensor",
-                      "",
-                      *_embedded(subsystems._second_half).splitlines(),  # the chart's own .b: strides and offset alike
-                      "",
-                      "half = _second_half",
-                      "",
-                      "def artifact(*values):",
-                      "    out = program(*(TwoTensor(x, half(x)) if isinstance(x, torch.Tensor) else x for x in values))",
-                      "    outs = flatten(out)",
-                      "    for o in outs:",
-                      "        if not isinstance(o, TwoTensor):",
-                      "            raise TypeError(f'the result is a {type(o).__name__}, not a TwoTensor')",
-                      "    return [o.a for o in outs] + [o.b for o in outs]",
-                      "",
-                      "def on_halves(*values):",
-                      "    results = flatten(case.reference_outputs(*values))",
-                      "    results += flatten(case.reference_outputs(*(half(x) if isinstance(x, torch.Tensor) else x for x in values)))",
-                      "    return [r for r in results if r is not None]"]
-            return "on_halves", "[f'the result\\'s .{part}' for part in 'ab' for _ in range(count // 2)]"
+            lines += [f"artifact = on_two_tensors(program, {bool(case.mutates)!r})"]
+            return "on_halves(case.reference_outputs)", "[f'the result\\'s .{part}' for part in 'ab' for _ in range(count // 2)]"
         raise ValueError(f"{row} is not a subsystem row with a program of its own")
 
 

@@ -7,20 +7,20 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from harness.execution.paths import aoti, compiling, export
+from harness.execution.paths import aoti, compiling, export, subsystems
 from harness.model.rows import Kind, Row
 
 # The path modules each kind of row runs, printed in this order into its reproducer. The kinds not here (eager, the
-# subsystems, the cache artifacts) are still written out by the reproducer beside their builders.
+# cache artifacts) are still written out by the reproducer beside their builders.
 _OF_KIND: dict[Kind, tuple[ModuleType, ...]] = {
     Kind.COMPILE: (compiling,), Kind.TRAIN: (compiling,), Kind.WARM_CACHE: (compiling,), Kind.PRECOMPILE: (compiling,),
     Kind.EXPORT: (export,), Kind.EXPORT_LOAD: (export,), Kind.AOTI: (export, aoti), Kind.AOTI_CPP: (export, aoti),
-    Kind.AOTI_FRESH: (export, aoti),
+    Kind.AOTI_FRESH: (export, aoti), Kind.SUBSYSTEM: (subsystems,),
 }
 
 
 def of(row: Row) -> tuple[ModuleType, ...]:
     """The path modules a cell of `row` runs (training without a compiler runs none)."""
-    if row.spec.kind is Kind.TRAIN and row.spec.compile_options is None:
-        return ()
+    if (row.spec.kind is Kind.TRAIN and row.spec.compile_options is None) or row is Row.CPU_FALLBACK:
+        return ()  # training without a compiler; the CPU fallback, the style's own kernel registered for the CPU
     return _OF_KIND.get(row.spec.kind, ())
