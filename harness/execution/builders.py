@@ -23,9 +23,7 @@ from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
 from harness.execution import cpp_runtime, saved
 from harness.execution.observer import GraphObserver
-from harness.execution.paths import aoti
-from harness.execution.paths import compiling
-from harness.execution.paths import export
+from harness.execution.paths import aoti, compiling, export, saving
 from harness.execution.warm_cache import EditedInNewProcess
 from harness.model.outcome import WAITED_FOR_PACKAGE, HarnessFault, Stage
 from harness.model.rows import Kind, Row
@@ -223,11 +221,11 @@ def warm_cache(build: Build) -> Artifact:
 
 
 def export_loaded(build: Build) -> Artifact:
-    """The exported program saved (torch.export.save), then loaded and run by a new process that imports the case."""
+    """The exported program saved (torch.export.save), then loaded and run by a new process that imports the case
+    (harness.execution.paths.saving, which the cell's reproducer prints)."""
     exported = _export(build)
     path = os.path.join(build.workdir, f"{build.label}.pt2")
-    with build.stage(Stage.SAVE):
-        torch.export.save(exported, path)
+    saving.save_program(exported, path, stage=_named(build))
     return _loaded_in_new_process(build, saved.PROGRAM, path)
 
 
@@ -239,28 +237,20 @@ def cache_artifacts(build: Build) -> Artifact:
     if cache is not None and hasattr(cache, "CacheArtifactManager"):
         cache.CacheArtifactManager.clear()  # only this cell's compile: not what earlier cells in this process compiled
     with torch._inductor.config.patch(post_grad_custom_post_pass=None):
-        artifact = torch.compile(build.fn, **options)
+        artifact = compiling.compiled(build.fn, options)
         with build.stage(Stage.COMPILE):
             build.call(artifact, build.inputs)
     path = os.path.join(build.workdir, f"{build.label}.cache-artifacts")
-    with build.stage(Stage.SAVE):
-        artifacts = torch.compiler.save_cache_artifacts()
-        if artifacts is None:
-            raise RuntimeError("torch.compiler.save_cache_artifacts() returned None: the compile left no cache artifact to save")
-        with open(path, "wb") as f:
-            f.write(artifacts[0])
+    saving.save_caches(path, stage=_named(build))
     return _loaded_in_new_process(build, saved.CACHES, path, options)
 
 
 def precompiled(build: Build) -> Artifact:
     """torch.compile's aot_compile on the example inputs, the compiled function saved (save_compiled_function); a new
     process that imports the case builds the style and loads it (torch.compiler.load_compiled_function) in its globals."""
-    options = dict(build.row.spec.compile_options or {})
-    with build.stage(Stage.COMPILE), compiling.dynamo_settings(build.row.spec.dynamo_config):
-        compiled_function = torch.compile(build.fn, **options).aot_compile((tuple(build.inputs), {}))
     path = os.path.join(build.workdir, f"{build.label}.precompiled")
-    with build.stage(Stage.SAVE):
-        compiled_function.save_compiled_function(path)
+    saving.precompile(build.fn, dict(build.row.spec.compile_options or {}), build.row.spec.dynamo_config, build.inputs, path,
+                      stage=_named(build))
     return _loaded_in_new_process(build, saved.PRECOMPILED, path)
 
 

@@ -572,8 +572,8 @@ def _(*shapes, out_shape=None, **kwargs):
                       'with stage("run"):', f"    for dtype in [{', '.join(f'torch.{dtype_name(d)}' for d in dtypes)}]:",
                       f"        {plain}(*make_inputs(dtype, {case.example_shape!r}, 0))"]
         kind = spec.kind
-        for module in paths.of(row):  # the cell's own path, as it ran
-            self.source.add(inspect.getsource(module))
+        for source in paths.printed(paths.of(row)):  # the cell's own path, as it ran
+            self.source.add(source)
         names = "[f'output {n}' for n in range(count)]"
         reference = "case.reference_outputs"
         compared_inputs = True  # the inputs after the call are compared too: a mutation must happen, and only where declared
@@ -673,20 +673,12 @@ def _(*shapes, out_shape=None, **kwargs):
     def _served(self, kind: Kind) -> list[str]:
         """The branch this file takes when it is started again as the new process that loads what was saved
         (harness.execution.saved): the case and its style are defined above, as there; then the saved file is loaded
-        and called once."""
-        options = ", ".join(f"{k}={v!r}" for k, v in (self.row.spec.compile_options or {}).items())
-        load = {
-            Kind.EXPORT_LOAD: ["    loaded = torch.export.load(saved_file).module()"],
-            Kind.CACHE_ARTIFACTS: ["    with open(saved_file, 'rb') as f:",
-                                   "        torch.compiler.load_cache_artifacts(f.read())",
-                                   f"    loaded = torch.compile(program{', ' + options if options else ''})"],
-            Kind.PRECOMPILE: ["    with open(saved_file, 'rb') as f:",
-                              "        loaded = torch.compiler.load_compiled_function(f, f_globals=getattr(program, '__globals__', None))"],
-        }[kind]
+        by the row's path (harness.execution.paths.saving) and called once."""
+        load = {Kind.EXPORT_LOAD: "load_program", Kind.CACHE_ARTIFACTS: "load_caches", Kind.PRECOMPILE: "load_precompiled"}[kind]
         return ['if sys.argv[1:2] == ["--load"]:  # the new process that loads what was saved (see `artifact` below)',
                 "    saved_file, inputs_file, outputs_file = sys.argv[2:5]",
                 '    with stage("load"):',
-                *["    " + line for line in load],
+                f"        loaded = {load}(saved_file, program, {dict(self.row.spec.compile_options or {})!r})",
                 "    values = [received(x, DEVICE) for x in torch.load(inputs_file, weights_only=False)]",
                 '    with stage("compile", called=True):' if kind is Kind.CACHE_ARTIFACTS else '    with stage("run"):',
                 "        out = loaded(*values)",
@@ -697,22 +689,18 @@ def _(*shapes, out_shape=None, **kwargs):
     def _saved(self, kind: Kind, traced: Example) -> list[str]:
         """The path saved here, and `artifact`: each call starts this file again as the new process that loads it."""
         self.source.imports.update({"os", "subprocess", "tempfile"})
-        options = ", ".join(f"{k}={v!r}" for k, v in (self.row.spec.compile_options or {}).items())
-        folder = "folder = tempfile.mkdtemp()"
+        spec = self.row.spec
+        options = dict(spec.compile_options or {})
+        lines = ["folder = tempfile.mkdtemp()"]
         if kind is Kind.EXPORT_LOAD:
-            lines = self._export(Kind.EXPORT)[:-1] + [folder, "SAVED = os.path.join(folder, 'program.pt2')",
-                                                     'with stage("save"):', "    torch.export.save(exported, SAVED)"]
+            lines = self._export(Kind.EXPORT)[:-1] + lines + ["SAVED = os.path.join(folder, 'program.pt2')",
+                                                             "save_program(exported, SAVED, stage=stage)"]
         elif kind is Kind.CACHE_ARTIFACTS:
-            lines = [f"compiled = torch.compile(program{', ' + options if options else ''})",
-                     'with stage("compile", called=True):', "    compiled(*traced)",
-                     folder, "SAVED = os.path.join(folder, 'cache-artifacts')",
-                     'with stage("save"):', "    with open(SAVED, 'wb') as f:", "        f.write(torch.compiler.save_cache_artifacts()[0])"]
+            lines += [f"compiled_here = compiled(program, {options!r})", 'with stage("compile", called=True):', "    compiled_here(*traced)",
+                      "SAVED = os.path.join(folder, 'cache-artifacts')", "save_caches(SAVED, stage=stage)"]
         else:
-            settings = dict(self.row.spec.dynamo_config or {})
-            lines = [f'with stage("compile"), dynamo_settings({settings!r}):',
-                     f"    precompiled = torch.compile(program{', ' + options if options else ''}).aot_compile((traced, {{}}))",
-                     folder, "SAVED = os.path.join(folder, 'precompiled')",
-                     'with stage("save"):', "    precompiled.save_compiled_function(SAVED)"]
+            lines += ["SAVED = os.path.join(folder, 'precompiled')",
+                      f"precompile(program, {options!r}, {dict(spec.dynamo_config or {})!r}, traced, SAVED, stage=stage)"]
         caches = kind is Kind.CACHE_ARTIFACTS
         return lines + [
             "",

@@ -36,6 +36,7 @@ from harness.authoring.case import Case
 from harness.execution import call_stage, transfer
 from harness.execution import wrapping as wrappings
 from harness.execution.blame import harness_named_module
+from harness.execution.paths import saving
 from harness.model.columns import Wrapping
 from harness.model.errors import CaseError, HarnessError, described, first_line
 from harness.model.outcome import HarnessFault, Stage, StageFailure
@@ -176,22 +177,8 @@ def _style(request: Request) -> tuple[Case, Any]:
         raise NotServed(f"the {request.wrapping} style of case {request.case} cannot be built in the new process: {described(exc)}") from exc
 
 
-def _load_program(request: Request, fn: Any) -> Any:
-    return torch.export.load(request.saved).module()
-
-
-def _load_caches(request: Request, fn: Any) -> Any:
-    with open(request.saved, "rb") as f:
-        torch.compiler.load_cache_artifacts(f.read())
-    return torch.compile(fn, **request.options)
-
-
-def _load_precompiled(request: Request, fn: Any) -> Any:
-    with open(request.saved, "rb") as f:  # a builtin (a control's torch.abs) has no globals: torch's default then
-        return torch.compiler.load_compiled_function(f, f_globals=getattr(fn, "__globals__", None))
-
-
-_LOADERS = {PROGRAM: _load_program, CACHES: _load_caches, PRECOMPILED: _load_precompiled}
+# What the new process does with the saved file, by task: the row's path (harness.execution.paths.saving).
+_LOADERS = {PROGRAM: saving.load_program, CACHES: saving.load_caches, PRECOMPILED: saving.load_precompiled}
 
 
 def _failed(stage: Stage, exc: Exception) -> dict[str, Any]:
@@ -214,7 +201,7 @@ def _serve(request: Request, held: dict[str, Any]) -> dict[str, Any]:
             return {"not_served": str(exc)}
         counters.clear()
         try:
-            held[key] = _LOADERS[request.task](request, fn)
+            held[key] = _LOADERS[request.task](request.saved, fn, request.options)
         except Exception as exc:  # noqa: BLE001 - what torch meets loading the saved file is the cell's finding
             return _failed(Stage.LOAD, exc)
     if request.inputs is None:
