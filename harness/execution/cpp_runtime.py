@@ -19,7 +19,7 @@ import torch
 from filelock import FileLock
 
 from harness.environment import machine
-from harness.execution.transfer import with_its_strides
+from harness.execution.paths import serving
 from harness.model.errors import HarnessError
 from harness.processes.helper_process import HelperProcess
 
@@ -149,7 +149,7 @@ def _build(root: str, compiler: str) -> None:
 
 class PackageProcess(HelperProcess):
     """A package loaded in a process of its own (the C++ runner here, or a fresh Python process: see
-    harness.execution.aoti_serve), which answers `ready` ("loaded"), then "ok" or "error MESSAGE" for each call; calling
+    harness.execution.paths.serving), which answers `ready` ("loaded"), then "ok" or "error MESSAGE" for each call; calling
     it sends the tensors there. A process that serves several packages (`ready` is "ready") loads each with
     `load`, and each call names the package it runs.
 
@@ -180,22 +180,17 @@ class PackageProcess(HelperProcess):
         return self.call("", inputs)
 
     def call(self, prefix: str, inputs: tuple[Any, ...]) -> list[torch.Tensor | None] | None:
-        """Run the package (the one `prefix` names, in a process that serves several) on the inputs."""
-        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        """Run the package (the one `prefix` names, in a process that serves several) on the inputs: sent and taken back
+        as harness.execution.paths.serving says, the package's writes into them copied back."""
         self.calls += 1
         sent, received = (os.path.join(self.dir, f"{self.calls}.{part}.pt") for part in ("in", "out"))
-        torch.save([with_its_strides(t) for t in tensors], sent)
+        torch.save(serving.sent_tensors(inputs), sent)
         self.send(f"{prefix}{sent} {received}")
         answer = self.answer()
         if answer != "ok":
             raise RuntimeFailure(_message(answer))
         outputs, after = torch.load(received, weights_only=False)  # written by our runner: torch::pickle_save or torch.save
-        with torch.no_grad():
-            for tensor, written in zip(tensors, after):
-                tensor.copy_(written)
-        if all(out is None for out in outputs):
-            return None  # the program returns nothing (an in-place case), as aoti_load_package's model does
-        return [None if out is None else out.to(self.device) for out in outputs]
+        return serving.as_returned(inputs, outputs, after, self.device)
 
 
 class ServedPackage:

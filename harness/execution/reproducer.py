@@ -30,6 +30,7 @@ from harness.authoring import registry
 from harness.authoring.case import Case, Example, dtype_name, kernel_name
 from harness.authoring.launcher import takes_namespace
 from harness.execution import paths
+from harness.execution.paths import serving
 from harness.model.cell import Cell
 from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, Wrapping
 from harness.model.errors import UsageError
@@ -299,6 +300,7 @@ class _Source:
 
     imports: set[str] = dataclasses.field(default_factory=lambda: {"contextlib", "sys", "traceback"})
     sections: list[str] = dataclasses.field(default_factory=list)
+    served: str = ""  # what the file runs as a new process that imports torch alone: right after torch's import
 
     def add(self, text: str) -> None:
         self.sections.append(text.strip("\n"))
@@ -340,7 +342,8 @@ Written by `python -m harness repro {cell.id}`.
     imports = "\n".join(f"import {m}" for m in sorted(source.imports))
     # typing's names: the annotations of the chart's own definitions the file embeds
     head = (imports + "\nfrom typing import Any, Callable\n\n" + interpret
-            + "import torch\nimport triton\n\n" + "\n".join(_import_lines(module)))
+            + "import torch\n\n" + (source.served + "\n\n\n" if source.served else "") + "import triton\n\n"
+            + "\n".join(_import_lines(module)))
     sections = source.sections[:1] + [head] + source.sections[1:]
     return "\n\n\n".join(sections) + "\n"
 
@@ -572,7 +575,7 @@ def _(*shapes, out_shape=None, **kwargs):
                       'with stage("run"):', f"    for dtype in [{', '.join(f'torch.{dtype_name(d)}' for d in dtypes)}]:",
                       f"        {plain}(*make_inputs(dtype, {case.example_shape!r}, 0))"]
         kind = spec.kind
-        for source in paths.printed(paths.of(row)):  # the cell's own path, as it ran
+        for source in paths.printed(tuple(m for m in paths.of(row) if m is not serving)):  # the cell's own path, as it ran
             self.source.add(source)
         names = "[f'output {n}' for n in range(count)]"
         reference = "case.reference_outputs"
@@ -736,48 +739,44 @@ def _(*shapes, out_shape=None, **kwargs):
         lines += [f'package_path = package(exported, os.path.join(tempfile.mkdtemp(), "{case.name}.pt2"), stage=stage)']
         if kind is Kind.AOTI:
             return lines + ["artifact = load(package_path, stage=stage)"]
-        self.source.imports.update({"subprocess", "json"})
+        self.source.imports.add("subprocess")
+        # The new process: this file again, taking its serving branch (paths.serving's main) before anything but torch
+        # is imported, so that the case's module and its operators are not there.
+        self.source.served = "\n\n\n".join(paths.printed((serving,)) + [
+            'if sys.argv[1:2] == ["--serve"]:  # the new process that serves the package (see `artifact` below)',
+            "    sys.exit(main(sys.argv[2]))"])
         where = ("from C++ (AOTIModelPackageLoader, no Python); this file loads it with the same loader in a new Python "
                  "process that imports torch only" if kind is Kind.AOTI_CPP else "in a new Python process that imports torch only")
         return lines + [
-            f"# The chart ran the package {where}: the case's module and its operators are not there.",
-            "SERVE = '''",
-            "import json, sys, traceback, torch",
-            "package, inputs_file, outputs_file = sys.argv[1:]",
-            "def failed(stage, error):",
-            "    kind = type(error).__qualname__ if type(error).__module__ == 'builtins' else f'{type(error).__module__}.{type(error).__qualname__}'",
-            "    traceback.print_exc()",
-            "    print(json.dumps([stage, kind, (str(error).strip().splitlines() or [''])[0]]))",
-            "    sys.exit(3)",
-            "try:",
-            "    runner = torch._inductor.aoti_load_package(package)",
-            "except Exception as error:",
-            "    failed('aot_load', error)",
-            "try:",
-            "    torch.save(runner(*torch.load(inputs_file)), outputs_file)",
-            "except Exception as error:",
-            "    failed('run', error)",
-            "'''",
+            f"# The chart ran the package {where}, as a serving process loads it.",
+            "server = subprocess.Popen([sys.executable, __file__, '--serve', DEVICE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)",
             "",
             "",
             "class ServeFailed(Exception):",
-            "    pass",
+            '    """What the serving process answered instead of what was asked."""',
+            "",
+            "",
+            "def asked(line, expected):",
+            "    if line is not None:",
+            "        server.stdin.write(line + '\\n')",
+            "        server.stdin.flush()",
+            "    answer = server.stdout.readline().strip() or f'error the serving process died (exit status {server.wait()})'",
+            "    if answer != expected:",
+            "        raise ServeFailed(answer.removeprefix('error ').replace('\\\\n', '\\n'))",
+            "",
+            "",
+            'with stage("aot_load"):',
+            "    asked(None, 'ready')",
+            "    asked(f'load 0 {package_path}', 'loaded')",
             "",
             "",
             "def artifact(*values):",
             "    folder = tempfile.mkdtemp()",
-            "    inputs_file, outputs_file = os.path.join(folder, 'inputs.pt'), os.path.join(folder, 'outputs.pt')",
-            "    torch.save(values, inputs_file)",
-            "    done = subprocess.run([sys.executable, '-c', SERVE, package_path, inputs_file, outputs_file], capture_output=True, text=True)",
-            "    if done.returncode == 0:",
-            "        return torch.load(outputs_file)",
-            "    print(done.stderr, file=sys.stderr)",
-            "    try:",
-            "        served_stage, kind, first = json.loads(done.stdout.strip().splitlines()[-1])",
-            "    except (IndexError, ValueError):",
-            "        served_stage, kind, first = 'aot_load', 'ServeFailed', f'the process exited with {done.returncode}'",
-            "    print(f'\\nFAILED @{served_stage}: {kind}: {first}')",
-            "    sys.exit(1)",
+            "    inputs_file, outputs_file = os.path.join(folder, 'in.pt'), os.path.join(folder, 'out.pt')",
+            "    torch.save(sent_tensors(values), inputs_file)",
+            "    asked(f'0 {inputs_file} {outputs_file}', 'ok')",
+            "    outputs, after = torch.load(outputs_file, weights_only=False)",
+            "    return as_returned(values, outputs, after, DEVICE)",
         ]
 
     def _train_step(self) -> None:

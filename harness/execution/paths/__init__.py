@@ -11,14 +11,14 @@ import inspect
 import re
 from types import ModuleType
 
-from harness.execution.paths import aoti, compiling, export, saving, subsystems
+from harness.execution.paths import aoti, compiling, export, saving, serving, subsystems
 from harness.model.rows import Kind, Row
 
 # The path modules each kind of row runs. The kinds not here (eager) run the style as it is.
 _OF_KIND: dict[Kind, tuple[ModuleType, ...]] = {
     Kind.COMPILE: (compiling,), Kind.TRAIN: (compiling,), Kind.WARM_CACHE: (compiling,), Kind.PRECOMPILE: (saving,),
-    Kind.EXPORT: (export,), Kind.EXPORT_LOAD: (export, saving), Kind.AOTI: (export, aoti), Kind.AOTI_CPP: (export, aoti),
-    Kind.AOTI_FRESH: (export, aoti), Kind.SUBSYSTEM: (subsystems,), Kind.CACHE_ARTIFACTS: (compiling, saving),
+    Kind.EXPORT: (export,), Kind.EXPORT_LOAD: (export, saving), Kind.AOTI: (export, aoti), Kind.AOTI_CPP: (export, aoti, serving),
+    Kind.AOTI_FRESH: (export, aoti, serving), Kind.SUBSYSTEM: (subsystems,), Kind.CACHE_ARTIFACTS: (compiling, saving),
 }
 
 _TAKEN = re.compile(rf"^from {re.escape(__name__)}\.(\w+) import [^\n]*\n", re.M)
