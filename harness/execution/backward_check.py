@@ -14,7 +14,8 @@ from typing import Any
 import torch
 
 from harness.authoring.case import Case, Example
-from harness.execution import training, wrapping
+from harness.execution import wrapping
+from harness.execution.paths import training
 
 
 def _storage(x: Any) -> int | None:

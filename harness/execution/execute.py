@@ -27,7 +27,7 @@ from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
 from harness.authoring.case import Case, Example, dtype_name
 from harness.execution import applicability, backward_check, builders, degradation, paths, perf, subsystems
-from harness.execution import training as train
+from harness.execution.paths import training as train
 from harness.execution import wrapping as wrappings
 from harness.execution.blame import LauncherRaised, case_files, harness_named_module, raised_by_case_code, shown
 from harness.execution.call_stage import stage_of_call

@@ -287,13 +287,6 @@ def _poison() -> str:
                      wrapping._contiguity_undecided, wrapping.empty)
 
 
-def _training() -> str:
-    """The chart's training step (harness.execution.training: forward, backward, every input's gradient), as source."""
-    from harness.execution import training
-
-    return _embedded(training.leaves, training._cotangent, training.step)
-
-
 @dataclasses.dataclass
 class _Source:
     """The file, assembled in sections."""
@@ -780,7 +773,6 @@ def _(*shapes, out_shape=None, **kwargs):
         ]
 
     def _train_step(self) -> None:
-        self.source.add(_training())
         # the inputs that take no gradient (the case's no_grad), by position, as the chart passes them to leaves and step
         self.source.add(f"NO_GRAD = {self.case.no_grad_positions!r}")
 

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from harness.__main__ import main as cli
-from harness.execution import reproducer, training
+from harness.execution import reproducer
+from harness.execution.paths import training
 from harness.model import known_issues
 from harness.model import results as results_file
 from harness.model.cell import Cell

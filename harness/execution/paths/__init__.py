@@ -11,12 +11,12 @@ import inspect
 import re
 from types import ModuleType
 
-from harness.execution.paths import aoti, compiling, export, saving, serving, subsystems
+from harness.execution.paths import aoti, compiling, export, saving, serving, subsystems, training
 from harness.model.rows import Kind, Row
 
 # The path modules each kind of row runs. The kinds not here (eager) run the style as it is.
 _OF_KIND: dict[Kind, tuple[ModuleType, ...]] = {
-    Kind.COMPILE: (compiling,), Kind.TRAIN: (compiling,), Kind.WARM_CACHE: (compiling,), Kind.PRECOMPILE: (saving,),
+    Kind.COMPILE: (compiling,), Kind.TRAIN: (compiling, training), Kind.WARM_CACHE: (compiling,), Kind.PRECOMPILE: (saving,),
     Kind.EXPORT: (export,), Kind.EXPORT_LOAD: (export, saving), Kind.AOTI: (export, aoti), Kind.AOTI_CPP: (export, aoti, serving),
     Kind.AOTI_FRESH: (export, aoti, serving), Kind.SUBSYSTEM: (subsystems,), Kind.CACHE_ARTIFACTS: (compiling, saving),
 }
@@ -25,9 +25,11 @@ _TAKEN = re.compile(rf"^from {re.escape(__name__)}\.(\w+) import [^\n]*\n", re.M
 
 
 def of(row: Row) -> tuple[ModuleType, ...]:
-    """The path modules a cell of `row` runs (training without a compiler runs none)."""
-    if (row.spec.kind is Kind.TRAIN and row.spec.compile_options is None) or row is Row.CPU_FALLBACK:
-        return ()  # training without a compiler; the CPU fallback, the style's own kernel registered for the CPU
+    """The path modules a cell of `row` runs."""
+    if row.spec.kind is Kind.TRAIN and row.spec.compile_options is None:
+        return (training,)  # training without a compiler
+    if row is Row.CPU_FALLBACK:
+        return ()  # the style's own kernel registered for the CPU
     return _OF_KIND.get(row.spec.kind, ())
 
 

@@ -1,6 +1,6 @@
-"""Training rows: run forward and backward and return the outputs with every input's gradient."""
+"""Training rows: run forward and backward and return the outputs with every input's gradient.
 
-from __future__ import annotations
+Plain PyTorch: a cell's reproducer prints this file as it is."""
 
 from typing import Any, Callable
 
