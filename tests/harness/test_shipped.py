@@ -116,7 +116,7 @@ def test_a_shipped_operator_s_opcheck_reproducer_checks_the_library_s_own_operat
 
     result = run_shipped(case, "shipped", "opcheck")
     got, output, path = reproduce_cell(result, [SHIPPED_CASES], tmp_path)
-    assert "torch.library.opcheck(case.shipped, values" in open(path).read()
+    assert "artifact = opchecked(case.shipped)" in open(path).read()  # the row's path (paths.subsystems) on the library's operator
     assert result.outcome is {"library_op": Outcome.PASS, "library_wrong_fake": Outcome.FAIL}[case], (result.outcome, result.message)
     assert reproduce.Checked(result, path, got, 0.0, output).agreement == "reproduced", output[-3000:]
     if result.outcome is Outcome.FAIL:  # the wrong fake: opcheck's own test of it fails, as the cell's did
