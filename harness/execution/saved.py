@@ -15,8 +15,8 @@ What the new process meets loading or running the saved file is the cell's findi
 process did both. So is a module the harness named that it cannot import there (a lone case file's name of its own,
 which torch's loading may ask for where the cell's process held that module): no user's process meets that name.
 
-The new process is `python -m harness.execution.saved`, one a cell, taking each request's path on stdin; the cell's
-side is `SavedInNewProcess`, one a dtype.
+The new process is `python -m harness.execution.saved`, one a cell, served and asked as harness.processes.case_process
+says; the cell's side is `SavedInNewProcess`, one a dtype.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ from harness.model.columns import Wrapping
 from harness.model.errors import CaseError, HarnessError, described, first_line
 from harness.model.outcome import HarnessFault, Stage, StageFailure
 from harness.processes import autotune_timing, profiling
-from harness.processes.helper_process import CellProcesses, HelperProcess
+from harness.processes.case_process import CaseProcess, serve
+from harness.processes.helper_process import CellProcesses
 
 LOAD_TIMEOUT_S = 600.0
 
@@ -60,9 +61,9 @@ class SavedRunFailed(HarnessError):
 
 @dataclasses.dataclass(frozen=True)
 class Request:
-    """One request to the new process, a JSON file: the case (its name, its module as the registry loads it, the folder
-    its package imports from, the name the cell's process imported it under: registry.Location) and style; the saved file and the task; with `inputs` (a file torch.save wrote), the call
-    to make on `device`, its outputs written to `outputs`. The answer goes to `answer`."""
+    """One request to the new process: the case (its name, its module as the registry loads it, the folder its package
+    imports from, the name the cell's process imported it under: registry.Location) and style; the saved file and the
+    task; with `inputs` (a file torch.save wrote), the call to make on `device`, its outputs written to `outputs`."""
 
     case: str
     case_module: str
@@ -70,27 +71,20 @@ class Request:
     wrapping: str
     task: str
     saved: str
-    answer: str
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
     inputs: str | None = None
     outputs: str | None = None
     device: str | None = None
     imported_as: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
-
-class ServingProcess(HelperProcess):
+def _new_process(workdir: str, fresh_caches: bool) -> CaseProcess:
     """The new process of one cell. `fresh_caches` gives it compile caches of its own, empty: what another machine has."""
-
-    def __init__(self, workdir: str, fresh_caches: bool):
-        env = {**os.environ, "PYTHONPATH": registry.search_path()}
-        if fresh_caches:
-            caches = tempfile.mkdtemp(prefix="saved-caches-", dir=workdir)
-            env.update(TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, "inductor"), TRITON_CACHE_DIR=os.path.join(caches, "triton"))
-        super().__init__([sys.executable, "-m", "harness.execution.saved"], workdir, prefix="saved-", who="the new process",
-                         failure=SavedRunFailed, env=env)
+    env = {**os.environ, "PYTHONPATH": registry.search_path()}
+    if fresh_caches:
+        caches = tempfile.mkdtemp(prefix="saved-caches-", dir=workdir)
+        env.update(TORCHINDUCTOR_CACHE_DIR=os.path.join(caches, "inductor"), TRITON_CACHE_DIR=os.path.join(caches, "triton"))
+    return CaseProcess("harness.execution.saved", workdir, prefix="saved-", failure=SavedRunFailed, env=env)
 
 
 class SavedInNewProcess:
@@ -114,11 +108,11 @@ class SavedInNewProcess:
         """The style built and the saved file loaded in the new process; a failure to load it is the cell's, at `load`."""
         self._ask({})
 
-    def _process(self) -> ServingProcess:
+    def _process(self) -> CaseProcess:
         process = self.processes.saved
-        if not isinstance(process, ServingProcess) or not process.alive():
+        if not isinstance(process, CaseProcess) or not process.alive():
             try:
-                process = self.processes.saved = ServingProcess(self.workdir, fresh_caches=self.task == CACHES)
+                process = self.processes.saved = _new_process(self.workdir, fresh_caches=self.task == CACHES)
             except Exception as exc:  # noqa: BLE001 - starting a Python process is the harness's own work
                 raise HarnessFault(Stage.LOAD, exc) from exc
         return process
@@ -126,19 +120,10 @@ class SavedInNewProcess:
     def _ask(self, fields: dict[str, Any]) -> dict[str, Any]:
         process = self._process()
         self.calls += 1
-        name = f"{id(self):x}-{self.calls}"
-        request, answer = (os.path.join(process.dir, f"{name}.{part}") for part in ("request.json", "answer.json"))
-        with open(request, "w") as f:
-            json.dump(Request(**self.base, answer=answer, **fields).to_json(), f)
-        process.send(request)
         try:
-            process.answer(timeout_s=LOAD_TIMEOUT_S)
+            report = process.ask(dataclasses.asdict(Request(**self.base, **fields)), timeout_s=LOAD_TIMEOUT_S)
         except SavedRunFailed as exc:  # it died or hung in torch's hands: loading, compiling or running
             raise StageFailure(Stage.RUN if fields else Stage.LOAD, exc) from exc
-        if not os.path.exists(answer):
-            raise HarnessFault(Stage.LOAD, NotServed(f"the new process said it answered {request} but wrote no {answer}"))
-        with open(answer) as f:
-            report = json.load(f)
         if report.get("not_served"):  # at the stage it names, else building the style (the new process's first step)
             raise HarnessFault(Stage(report.get("stage", Stage.WRAP.value)), NotServed(report["not_served"]))
         if report.get("error"):
@@ -224,23 +209,18 @@ def _serve(request: Request, held: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    """The new process: a request's path a line on stdin; its answer in the request's answer file, then "done"."""
+    """The new process: each request answered (harness.processes.case_process.serve)."""
     autotune_timing.install()  # as the cell's own process times (before the case's module is imported)
     held: dict[str, Any] = {}
-    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")  # what torch, Triton or the case print goes to stderr
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    for line in sys.stdin:
-        with open(line.strip()) as f:
-            request = Request(**json.load(f))
+
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
         try:
             with profiling.profiled("saved"):
-                answer = _serve(request, held)
+                return _serve(Request(**request), held)
         except Exception as exc:  # noqa: BLE001 - reading the inputs, writing the outputs: the exchange, the harness's
-            answer = {"not_served": f"the new process's exchange with the cell: {described(exc)}"}
-        with open(request.answer, "w") as f:
-            json.dump(answer, f)
-        print("done", file=answers, flush=True)
-    return 0
+            return {"not_served": f"the new process's exchange with the cell: {described(exc)}"}
+
+    return serve(answer)
 
 
 if __name__ == "__main__":

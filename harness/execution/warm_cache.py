@@ -28,8 +28,8 @@ What the row cannot do is the harness's, never the style's or the environment's:
 compiling and running the edited style, is the cell's finding: a failure there fails the cell
 (NewProcessFailure), and a stale kernel is `wrong` (StaleKernel).
 
-The new process is `python -m harness.execution.warm_cache`, one a cell, taking each request's path on stdin; the cell's side
-is `EditedInNewProcess` (one a dtype) and `NewProcess`.
+The new process is `python -m harness.execution.warm_cache`, one a cell, served and asked as
+harness.processes.case_process says; the cell's side is `EditedInNewProcess` (one a dtype) and `NewProcess`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ from harness.model.columns import Wrapping
 from harness.model.errors import CaseError, HarnessError, Mismatch, described, first_line
 from harness.model.outcome import HarnessFault, Stage
 from harness.processes import autotune_timing, profiling
-from harness.processes.helper_process import CellProcesses, HelperProcess
+from harness.processes.case_process import CaseProcess, serve
+from harness.processes.helper_process import CellProcesses
 
 EDIT_TIMEOUT_S = 600.0
 
@@ -217,32 +218,25 @@ class Edit:
         """The same edit, the same key: the new process loads each once."""
         return json.dumps([self.sources, self.case_module, self.case, self.wrapping], sort_keys=True)
 
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Edit:
+    def of(cls, data: Mapping[str, Any]) -> Edit:
         return cls(data["case"], data["case_module"], data["wrapping"], data["sources"], data.get("root"), data.get("imported_as"))
 
 
 @dataclasses.dataclass(frozen=True)
 class EditRequest:
-    """One request to the new process, a JSON file: the edit; where there are `inputs` (a file torch.save wrote), compile
-    the style with `options` on them on `device` and save what it returns to `outputs`; the answer goes to `answer`."""
+    """One request to the new process: the edit; where there are `inputs` (a file torch.save wrote), compile the style
+    with `options` on them on `device` and save what it returns to `outputs`."""
 
     edit: Edit
-    answer: str
     options: dict[str, Any]
     inputs: str | None = None
     outputs: str | None = None
     device: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "edit": self.edit.to_json()}
-
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> EditRequest:
-        return cls(**{**data, "edit": Edit.from_json(data["edit"])})
+    def of(cls, data: Mapping[str, Any]) -> EditRequest:
+        return cls(**{**data, "edit": Edit.of(data["edit"])})
 
 
 def edit_request(case: Case, wrapping: str) -> Edit:
@@ -256,23 +250,16 @@ def edit_request(case: Case, wrapping: str) -> Edit:
     return Edit(case.name, where.module, wrapping, edited_sources(case.kernels, where.file), where.root, where.imported_as)
 
 
-class NewProcess(HelperProcess):
+class NewProcess(CaseProcess):
     """The new process of one warm-cache cell, started at the cell's first call: it loads the edited kernels and
     builds the style once, then compiles and runs each request (one per dtype) on the warm caches, each compile
     its first in that process since Dynamo's caches are reset before it. One process a cell, not one a dtype:
     torch's import and the case's loading are paid once."""
 
     def __init__(self, workdir: str):
-        env = {**os.environ, "PYTHONPATH": registry.search_path()}
-        super().__init__([sys.executable, "-m", "harness.execution.warm_cache"], workdir, prefix="warm-cache-",
-                         who="the new process", failure=NewProcessFailure, env=env)
+        super().__init__("harness.execution.warm_cache", workdir, prefix="warm-cache-", failure=NewProcessFailure,
+                         env={**os.environ, "PYTHONPATH": registry.search_path()})
         self.loaded: set[str] = set()  # the edits it has loaded, by Edit.key
-
-    def ask(self, request: str) -> None:
-        """Send one request (a JSON file's path) and wait for its answer file; NewProcessFailure where the
-        process dies or takes over EDIT_TIMEOUT_S."""
-        self.send(request)
-        self.answer(timeout_s=EDIT_TIMEOUT_S)  # "done": its stdout carries nothing else (main)
 
 
 class EditedInNewProcess:
@@ -308,31 +295,24 @@ class EditedInNewProcess:
         if not isinstance(process, NewProcess) or not process.alive():
             process = self.processes.warm_cache = NewProcess(self.workdir)
         if self.key not in process.loaded:
-            self._ask(process, self._next_name(), {}, loading=True)
+            self._ask(process, {}, loading=True)
             process.loaded.add(self.key)
         return process
 
     def _next_name(self) -> str:
-        """Names a request's files (in the new process's folder, shared by the cell's dtypes) uniquely."""
+        """Names a call's files (in the new process's folder, shared by the cell's dtypes) uniquely."""
         self.calls += 1
         return f"{id(self):x}-{self.calls}"
 
-    def _ask(self, process: NewProcess, name: str, fields: dict[str, Any], loading: bool) -> dict[str, Any]:
+    def _ask(self, process: NewProcess, fields: dict[str, Any], loading: bool) -> dict[str, Any]:
         """One request (the edit, and `fields`) and its answer. While `loading`, the new process dying or hanging is
         the harness's fault: it has only imported modules the cell's own process imported."""
-        request, answer = (os.path.join(process.dir, f"{name}.{part}") for part in ("request.json", "answer.json"))
-        with open(request, "w") as f:
-            json.dump(EditRequest(self.edit, answer, self.options, **fields).to_json(), f)
         try:
-            process.ask(request)
+            report = process.ask(dataclasses.asdict(EditRequest(self.edit, self.options, **fields)), timeout_s=EDIT_TIMEOUT_S)
         except NewProcessFailure as exc:
             if loading:
                 raise HarnessFault(Stage.WRAP, EditNotLoaded(f"loading the edited case: {first_line(exc)}")) from exc
             raise
-        if not os.path.exists(answer):
-            raise HarnessFault(Stage.WRAP, NewProcessFailure(f"the new process said it answered {request} but wrote no {answer}"))
-        with open(answer) as f:
-            report = json.load(f)
         if report.get("not_loaded"):
             raise HarnessFault(Stage.WRAP, EditNotLoaded(report["not_loaded"]))
         if report.get("error"):
@@ -345,7 +325,7 @@ class EditedInNewProcess:
         sent, received = (os.path.join(process.dir, f"{name}.{part}") for part in ("in.pt", "out.pt"))
         torch.save([transfer.sent(x) for x in inputs], sent)
         runs_on = next((str(x.device) for x in inputs if isinstance(x, torch.Tensor)), "cpu")
-        self.report = self._ask(process, name, {"inputs": sent, "outputs": received, "device": runs_on}, loading=False)
+        self.report = self._ask(process, {"inputs": sent, "outputs": received, "device": runs_on}, loading=False)
         outputs, after = torch.load(received, weights_only=False)
         with torch.no_grad():
             for x, written in zip(inputs, after):
@@ -537,24 +517,18 @@ def _serve(request: EditRequest, built: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
-    """The new process: a request's path a line on stdin; its answer in the request's answer file, then "done"."""
+    """The new process: each request answered (harness.processes.case_process.serve)."""
     autotune_timing.install()  # as the cell's own process times (before the case's module is imported)
     built: dict[str, Any] = {}
-    # What torch, Triton or the case print goes to stderr: stdout carries only the answers.
-    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    for line in sys.stdin:
-        with open(line.strip()) as f:
-            request = EditRequest.from_json(json.load(f))
+
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
         try:
             with profiling.profiled("new-process"):
-                answer = _serve(request, built)
+                return _serve(EditRequest.of(request), built)
         except Exception as exc:  # noqa: BLE001 - what compiling and running the edited style meets is the cell's finding
-            answer = {"error": f"{type(exc).__name__}: {first_line(exc)}"}
-        with open(request.answer, "w") as f:
-            json.dump(answer, f)
-        print("done", file=answers, flush=True)
-    return 0
+            return {"error": f"{type(exc).__name__}: {first_line(exc)}"}
+
+    return serve(answer)
 
 
 if __name__ == "__main__":

@@ -50,12 +50,12 @@ class HelperProcess:
     """
 
     def __init__(self, command: list[str], workdir: str, prefix: str, who: str, failure: type[Exception],
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, binary: bool = False):
         self.who, self.failure = who, failure
         self.dir = tempfile.mkdtemp(prefix=prefix, dir=workdir)
         self.stderr = open(os.path.join(self.dir, "stderr.log"), "w+")
-        self.proc: Any = forked(command, env, self.dir, self.stderr.name) or subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env, start_new_session=True)
+        self.proc: Any = forked(command, env, self.dir, self.stderr.name, binary=binary) or subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=not binary, env=env, start_new_session=True)
         self._finalizer = weakref.finalize(self, _stop, self.proc, self.stderr)
 
     def alive(self) -> bool:
@@ -78,19 +78,28 @@ class HelperProcess:
         """Its next line, stripped. `failure` where it dies first, with how and its stderr's last line, or where it
         says nothing for `timeout_s` (when given): then it is killed, since it is stuck or too slow to wait for."""
         assert self.proc.stdout is not None
+        self.wait_for_answer(timeout_s)
+        line = self.proc.stdout.readline()
+        if line:
+            return line.strip()
+        raise self.died()
+
+    def wait_for_answer(self, timeout_s: float | None) -> None:
+        """Until its stdout has something to read (an answer, or its end); `failure` where that takes over `timeout_s`
+        (when given): then it is killed, since it is stuck or too slow to wait for."""
         if timeout_s is not None:
             ready, _, _ = select.select([self.proc.stdout], [], [], timeout_s)
             if not ready:
                 self.close(kill=True)
                 raise self.failure(f"{self.who} took over {timeout_s:.0f} s")
-        line = self.proc.stdout.readline()
-        if line:
-            return line.strip()
+
+    def died(self) -> Exception:
+        """`failure`, for a process whose stdout ended: how it died, with its stderr's last line."""
         code = self.proc.wait(timeout=30)
         died = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
         self.stderr.seek(0)
         tail = [line.strip() for line in self.stderr.read().splitlines() if line.strip()][-1:]
-        raise self.failure(f"{self.who} died ({died})" + (f": {tail[0][:300]}" if tail else ""))
+        return self.failure(f"{self.who} died ({died})" + (f": {tail[0][:300]}" if tail else ""))
 
 
 class CellProcesses:

@@ -538,3 +538,37 @@ def test_cuda_graph_rows_are_skipped_without_a_cuda_device_and_say_why(run_plant
         pytest.skip("this machine has CUDA")
     result = run_planted("planted_ok", wrapping="control", row="compile_cudagraphs")
     assert result.outcome is Outcome.SKIPPED and "CUDA graphs need a CUDA device" in result.message
+
+
+class _Planted(Exception):
+    pass
+
+
+def _planted_process(tmp_path):
+    from harness.processes.case_process import CaseProcess
+
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    return CaseProcess("tests.harness.planted_case_process", str(tmp_path), prefix="planted-", failure=_Planted, env=env)
+
+
+def test_a_new_process_answers_each_request_whole_whatever_it_prints_and_says_how_it_died(tmp_path):
+    process = _planted_process(tmp_path)
+    try:
+        for n in range(3):  # one process serves a cell's requests one after another
+            assert process.ask({"n": n, "tensor file": str(tmp_path / f"{n}.pt")}, timeout_s=120) == {"echo": {"n": n, "tensor file": str(tmp_path / f"{n}.pt")}}
+        with pytest.raises(_Planted, match=r"the new process died \(exit status 3\): planted: dying"):
+            process.ask({"die": True}, timeout_s=120)
+    finally:
+        process.close()
+
+
+def test_a_new_process_that_answers_nothing_in_its_time_is_killed_and_named(tmp_path):
+    process = _planted_process(tmp_path)
+    try:
+        assert process.ask({"n": 0}, timeout_s=120) == {"echo": {"n": 0}}
+        with pytest.raises(_Planted, match="the new process took over 2 s"):
+            process.ask({"hang": True}, timeout_s=2)
+        process.proc.wait(timeout=30)  # killed, not left running
+        assert not process.alive()
+    finally:
+        process.close()

@@ -872,14 +872,17 @@ def test_a_fork_request_is_the_command_a_new_python_would_run_and_reads_back_as_
 
 
 def test_a_warm_cache_request_reads_back_as_it_was_sent():
+    import dataclasses
+    import pickle
+
     from harness.execution.warm_cache import Edit, EditRequest
 
     edit = Edit("add", "harness.cases.add", "raw", {"/x/add.py": {"module": "m", "text": "t", "kernels": [["k", 3]], "whole_file": True}})
-    loading = EditRequest(edit, "/w/1.answer.json", {"fullgraph": True})
-    compiling = EditRequest(edit, "/w/2.answer.json", {}, inputs="/w/2.in.pt", outputs="/w/2.out.pt", device="cuda")
-    for request in (loading, compiling):
-        assert EditRequest.from_json(json.loads(json.dumps(request.to_json()))) == request
-    assert Edit.from_json(edit.to_json()).key() == edit.key() and loading.inputs is None
+    loading = EditRequest(edit, {"fullgraph": True})
+    compiling = EditRequest(edit, {}, inputs="/w/2.in.pt", outputs="/w/2.out.pt", device="cuda")
+    for request in (loading, compiling):  # as harness.processes.case_process sends it: a dict, pickled
+        assert EditRequest.of(pickle.loads(pickle.dumps(dataclasses.asdict(request)))) == request
+    assert Edit.of(dataclasses.asdict(edit)).key() == edit.key() and loading.inputs is None
 
 
 def test_the_runner_s_messages_read_back_as_they_were_sent():

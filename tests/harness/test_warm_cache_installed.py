@@ -52,7 +52,7 @@ def _in_new_python(script: str, *args: str) -> str:
 LOAD_THE_EDIT = """
 import collections, json, linecache, sys
 from harness.execution.warm_cache import Edit, load_edited_case
-case = load_edited_case(Edit.from_json(json.load(open(sys.argv[1]))))
+case = load_edited_case(Edit.of(json.load(open(sys.argv[1]))))
 import tcm_fake_library
 from tcm_fake_library import kernels
 print(json.dumps({
@@ -71,7 +71,7 @@ def test_a_library_kernel_is_edited_in_its_module_as_imported_and_no_module_of_t
     request = edit_request(case, "raw")
     edit = request.sources[LIBRARY_KERNELS]
     assert edit["module"] == "tcm_fake_library.kernels" and not edit["whole_file"]
-    (tmp_path / "request.json").write_text(json.dumps(request.to_json()))
+    (tmp_path / "request.json").write_text(json.dumps(dataclasses.asdict(request)))
 
     seen = json.loads(_in_new_python(LOAD_THE_EDIT, str(tmp_path / "request.json")))
 
@@ -116,7 +116,7 @@ CASE = Case(name="beside_add", kernels=(beside_add_kernel,), launch=launch, refe
 LOAD_THE_BESIDE_EDIT = """
 import json, sys
 from harness.execution.warm_cache import Edit, load_edited_case
-case = load_edited_case(Edit.from_json(json.load(open(sys.argv[1]))))
+case = load_edited_case(Edit.of(json.load(open(sys.argv[1]))))
 print(json.dumps({"source": case.kernels[0].src}))
 """
 
@@ -135,7 +135,7 @@ def test_a_package_given_by_name_from_its_folder_finds_the_module_beside_it_in_t
     loaded = registry.load(["tcm_beside_pkg"])
     assert not loaded.problems, loaded.problems
     request = edit_request(loaded.cases["beside_add"], "raw")
-    (tmp_path / "request.json").write_text(json.dumps(request.to_json()))
+    (tmp_path / "request.json").write_text(json.dumps(dataclasses.asdict(request)))
 
     seen = json.loads(_in_new_python(LOAD_THE_BESIDE_EDIT, str(tmp_path / "request.json")))
 
@@ -145,7 +145,7 @@ def test_a_package_given_by_name_from_its_folder_finds_the_module_beside_it_in_t
 LOAD_THE_ADAPTED_EDIT = """
 import json, sys
 from harness.execution.warm_cache import Edit, load_edited_case
-case = load_edited_case(Edit.from_json(json.load(open(sys.argv[1]))))
+case = load_edited_case(Edit.of(json.load(open(sys.argv[1]))))
 import tcm_library_with_cases as library
 print(json.dumps({"source": case.kernels[0].src, "module_global_is_the_case_kernel": library.double_kernel is case.kernels[0],
                   "the_librarys_case_lists_it": library.CASES[0].kernels[0] is case.kernels[0]}))
@@ -158,7 +158,7 @@ def test_a_case_built_in_the_kernels_own_module_lists_the_edited_kernel_in_the_n
     assert not loaded.problems, loaded.problems
     request = edit_request(loaded.cases["adapted_library_built_double"], "raw")
     assert [s["whole_file"] for s in request.sources.values()] == [False]  # the library's module, edited in place
-    (tmp_path / "request.json").write_text(json.dumps(request.to_json()))
+    (tmp_path / "request.json").write_text(json.dumps(dataclasses.asdict(request)))
 
     seen = json.loads(_in_new_python(LOAD_THE_ADAPTED_EDIT, str(tmp_path / "request.json")))
 
@@ -180,7 +180,7 @@ except ImportError as exc:
 
 def test_the_librarys_kernel_module_cannot_run_again_whole_on_its_own_so_the_row_edits_it_in_place(library_cases, tmp_path):
     """What the row did before it edited a library's kernels in place, and what it met on a GPU with a real library."""
-    (tmp_path / "request.json").write_text(json.dumps(edit_request(library_cases["fake_library_copy"], "raw").to_json()))
+    (tmp_path / "request.json").write_text(json.dumps(dataclasses.asdict(edit_request(library_cases["fake_library_copy"], "raw"))))
     said = _in_new_python(RUN_THE_MODULE_ALONE, str(tmp_path / "request.json"), LIBRARY_KERNELS)
     assert said.startswith("ImportError: cannot import name 'copy_kernel' from 'tcm_fake_library.kernels'"), said
 
@@ -277,7 +277,7 @@ def test_the_row_asks_the_new_process_for_the_cases_own_module_not_its_launchers
 FIND_THE_CASE = """
 import json, sys
 from harness.execution.warm_cache import Edit, load_edited_case
-print(load_edited_case(Edit.from_json(json.load(open(sys.argv[1])))).name)
+print(load_edited_case(Edit.of(json.load(open(sys.argv[1])))).name)
 """
 
 
@@ -294,7 +294,7 @@ def test_a_case_in_a_package_given_as_a_folder_is_found_in_the_new_process_whose
     assert not loaded.problems, loaded.problems
     edit = edit_request(loaded.cases["packaged_copy"], "raw")
     assert (edit.case_module, edit.root) == ("folder_cases.mine", str(tmp_path))
-    (tmp_path / "request.json").write_text(json.dumps(edit.to_json()))
+    (tmp_path / "request.json").write_text(json.dumps(dataclasses.asdict(edit)))
     env_path = os.pathsep.join(p for p in registry.search_path().split(os.pathsep) if os.path.abspath(p) != str(tmp_path))
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"PYTHONPATH": env_path}
     proc = subprocess.run([sys.executable, "-c", FIND_THE_CASE, str(tmp_path / "request.json")], capture_output=True, text=True,
