@@ -17,7 +17,7 @@ import torch
 from harness.authoring import registry
 from harness.authoring.case import Case, dtype_name
 from harness.environment import machine, probe
-from harness.execution import warm_cache
+from harness.execution import kernel_edit, warm_cache
 from harness.execution.blame import extern_calls
 from harness.model.cell import Cell
 from harness.model.columns import OPERATOR_STYLES, Wrapping
@@ -217,9 +217,9 @@ def kernel_not_editable(cell: Cell, case: Case, env: RunEnvironment) -> str | No
         return None
     try:
         warm_cache.edit_request(case, cell.wrapping.value)
-    except warm_cache.KernelNotEditable as exc:
+    except kernel_edit.KernelNotEditable as exc:
         return f"not tested here: the row edits each kernel's source, and {exc}"
-    except warm_cache.EditNotLoaded:
+    except kernel_edit.EditNotLoaded:
         return None  # the harness's own failure: the cell records it as such
     return None
 

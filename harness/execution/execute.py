@@ -2,142 +2,47 @@
 
 One method per stage (wrap, build per dtype, check, time), each announcing its stage before entering it,
 so a runner that dies or hangs knows where. Exceptions from PyTorch, Triton and the case's own code are
-foreign: they become the cell's outcome here and nowhere else (`stage`, `case_code`, `_failure`, `_record`).
-Before a style cell runs, one plain eager call of the launcher tells a mistake in the case's own code, which
-every style would meet, from what the cell measures (`_launcher_in_plain_eager`; harness.execution.blame).
+foreign: they become the cell's outcome in `stage` and `case_code` (harness.execution.failures). Before a style cell
+runs, one plain eager call of the launcher tells a mistake in the case's own code, which every style would meet, from
+what the cell measures (harness.execution.plain_eager).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import math
 import os
 import resource
 import time
-import traceback
 from typing import Any, Callable, Iterator
 
 import torch
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings
 from torch._dynamo.utils import counters
 from torch._higher_order_ops.triton_kernel_wrap import kernel_side_table
 
 from harness.authoring.case import Case, Example, dtype_name
-from harness.execution import applicability, backward_check, builders, degradation, paths, perf, subsystems
+from harness.execution import applicability, builders, degradation, perf, poison, subsystems
 from harness.execution.paths import training as train
 from harness.execution import wrapping as wrappings
-from harness.execution.blame import LauncherRaised, case_files, harness_named_module, raised_by_case_code, shown
-from harness.execution.call_stage import stage_of_call
+from harness.execution.drawing import examples, traces_once
+from harness.execution.failures import DECIDED, failure, record
 from harness.execution.numerics import assert_close, flatten
 from harness.execution.observer import GraphObserver
+from harness.execution.plain_eager import NotTestedHere, PlainEagerChecks
 from harness.execution.transfer import copied
 from harness.model.cell import Cell
-from harness.model.columns import OP_NAMESPACE, OPERATOR_STYLES, ShippedKind, Wrapping
-from harness.model.errors import CaseError, HarnessError, Mismatch, first_line
+from harness.model.columns import OP_NAMESPACE, ShippedKind, Wrapping
+from harness.model.errors import Mismatch, first_line
 from harness.model.messages import PlainEager
-from harness.model.outcome import CaseCodeError, CellResult, Fault, HarnessFault, Outcome, Stage, StageFailure, Timings, detail
-from harness.model.rows import Examples, Kind, Row
-from harness.model.settings import FULL_BATCH, Settings
+from harness.model.outcome import CaseCodeError, CellResult, HarnessFault, Outcome, Stage, StageFailure, Timings
+from harness.model.rows import Kind
+from harness.model.settings import Settings
 from harness.processes.helper_process import CellProcesses, forked_cpu_seconds
-
-# The harness's exceptions that already say what the cell's outcome is; everything else raised inside a
-# stage is foreign and becomes a failure at that stage.
-_DECIDED = (StageFailure, Mismatch, CaseCodeError, HarnessFault)
 
 WARNINGS_KEPT = 5
 RAN_KEPT = 200  # the inputs a cell that does not pass keeps, in order, for its reproducer (CellResult.ran)
-
-
-def _pending_device_fault() -> BaseException | None:
-    if not torch.cuda.is_available():
-        return None
-    try:
-        torch.cuda.synchronize()
-    except Exception as fault:  # an illegal address, a device-side assert: the context is now unusable
-        return fault
-    return None
-
-
-def _failure(stage: Stage, error: BaseException, called: bool = False) -> StageFailure | HarnessFault:
-    """The one place where a foreign exception becomes a failure at a stage. On a call of an artifact, a
-    kernel that faulted before a Python error was raised is what went wrong first (unchecked, its CUDA error
-    would surface in whichever call came next, and the outcome would depend on timing), and a Dynamo,
-    Inductor or Triton compilation error is a compile failure, whichever stage announced the call. A module the
-    harness named that cannot be imported is the harness's fault at that stage, whoever asked for it: the path
-    was not measured (harness.execution.blame.harness_named_module)."""
-    if called:
-        error = _pending_device_fault() or error
-        stage = stage_of_call(error)
-    named = harness_named_module(error)
-    if named is not None:
-        return HarnessFault(stage, named)
-    return StageFailure(stage, error)
-
-
-def _type_name(error: BaseException) -> str:
-    """The error kind a results file records: a builtin by its name, the harness's own by `harness.<Class>`
-    whichever module defines it (so moving a module changes no recorded data), a path module's among them (plain
-    PyTorch, its exceptions no HarnessError: harness.execution.paths), any other by its module path."""
-    kind = type(error)
-    if kind.__module__ == "builtins":
-        return kind.__name__
-    if isinstance(error, HarnessError) or kind.__module__.startswith(f"{paths.__name__}."):
-        return f"harness.{kind.__qualname__}"
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
-def _record(result: CellResult, exc: BaseException) -> None:
-    """A decided exception as the cell's outcome, stage and message."""
-    if isinstance(exc, Mismatch):
-        result.outcome, result.stage = Outcome.WRONG, Stage.RUN
-        result.message, result.max_error, result.mismatched = first_line(exc), exc.max_error, exc.mismatched
-        return
-    assert isinstance(exc, (StageFailure, CaseCodeError, HarnessFault))
-    if isinstance(exc, StageFailure):
-        result.outcome = Outcome.FAIL
-    else:  # not a finding about the path: the case's own code raised, or the harness broke
-        result.outcome, result.fault = Outcome.ERROR, Fault.CASE if isinstance(exc, CaseCodeError) else Fault.HARNESS
-    result.stage = exc.stage
-    result.error_type, result.message, result.detail = _type_name(exc.error), first_line(exc.error), detail(exc.error)
-    if isinstance(exc, LauncherRaised):  # what it raised, where in the case's code, and the fix; then the traceback
-        result.message, result.detail = exc.explained, detail(Exception(f"{exc.explained}\n\n{exc.where}"))
-
-
-def examples(case: Case, row: Row, checked_batch_max: int = FULL_BATCH) -> st.SearchStrategy[Example]:
-    """The hypothesis examples a cell of this row checks (RowSpec.examples says how they vary). A case with
-    optional tensor inputs also draws which of them are None."""
-    how = row.spec.examples
-    extra: dict[str, st.SearchStrategy[Any]] = {}
-    if case.optional_inputs:
-        extra["absent"] = st.sets(st.sampled_from(sorted(case.optional_inputs))).map(frozenset)
-    if how is Examples.ONCE:
-        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=st.just(case.example_shape), seed=st.just(0), **extra)
-    if how is Examples.BATCH:
-        def sizes_to(largest: int, smallest: int = 1) -> st.SearchStrategy[int]:
-            """From the row's (or the case's) smallest size, where the case reaches it, to the checks' largest."""
-            smallest = max(row.spec.smallest_batch, smallest)
-            cap = min(largest, max(checked_batch_max, smallest))
-            return st.integers(min(smallest, cap), cap)
-
-        shapes = sizes_to(case.max_batch, case.min_batch).map(case.export_shape)
-        if case.dynamic_dims:  # the other dynamic dims are drawn too, each up to its largest size
-            dims = sorted(case.dynamic_dims)
-            sizes = st.tuples(*(sizes_to(case.dynamic_dims[d]) for d in dims))
-            shapes = st.tuples(sizes_to(case.max_batch, case.min_batch), sizes).map(lambda drawn: case.export_shape(drawn[0], dict(zip(dims, drawn[1]))))
-        return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=shapes, seed=st.integers(0, 2**31 - 1), **extra)
-    # Scalars vary where the artifact is made per call (eager, compile): a new value may recompile.
-    scalars = st.tuples(*(st.tuples(st.just(name), values) for name, values in case.scalars.items()))
-    return st.builds(Example, dtype=st.sampled_from(case.dtypes), shape=case.shapes, seed=st.integers(0, 2**31 - 1), scalars=scalars,
-                     **extra)
-
-
-def traces_once(row: Row) -> bool:
-    """Rows whose artifact is traced once (export, AOTInductor, opcheck): a None input is part of what was
-    traced, so each structure of the inputs (which optional inputs are None) gets an artifact of its own."""
-    return row.spec.examples is not Examples.DRAWN
 
 
 def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -145,38 +50,6 @@ def _clone(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
     a view the same view of a copy of its base (Dynamo guards on a view's base: a plain copy would recompile, or be
     refused by precompiled code, where the user's views are not)."""
     return tuple(copied(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)
-
-
-@dataclasses.dataclass(frozen=True)
-class _Raised:
-    """What a plain eager call of a case's launcher raised in the case's own code, kept without its traceback
-    (whose frames would hold the call's tensors): LauncherRaised's parts."""
-
-    error: BaseException
-    explained: str
-    where: str
-
-
-# One plain eager call of each launcher a runner process tests, by (case, the callable's column, dtype, device):
-# what it raised in the case's own code, why it cannot be tested here (an interpreter limit, as a str), or None where
-# it ran or raised something the cells must measure.
-_plain_eager: dict[tuple[str, str, str, str], _Raised | str | None] = {}
-
-
-class _NotTestedHere(Exception):
-    """The launcher's plain eager call met a limit of this machine every style would meet (applicability)."""
-
-
-# Hypothesis's phases a cell runs: all but `explain`, which, once an example has failed, traces every line of
-# every later example (sys.settrace or sys.monitoring) to say which lines the failures covered. The cell records
-# its own smallest failing example and error; under the trace, Dynamo, Inductor and Triton ran several times
-# slower in every failing cell's shrinking. Which examples are drawn and how they shrink does not depend on it.
-CHECKED_PHASES = tuple(phase for phase in Phase if phase.name != "explain")
-# Set as the process's default settings, not in the check's @settings: a derandomized run draws its examples from
-# a digest of the check's source, decorators included, so that a line added there draws other examples (two
-# cells of the CPU chart then failed with another message).
-settings.register_profile("tcm-cells", phases=CHECKED_PHASES)
-settings.load_profile("tcm-cells")
 
 
 def as_a_new_process(case: Case) -> None:
@@ -200,7 +73,7 @@ def as_a_new_process(case: Case) -> None:
         autotuner.cache.clear()
 
 
-class Execution:
+class Execution(PlainEagerChecks):
     """One cell, run in this process. `announce(stage, plain_eager)` is told each stage before it is entered (with what
     the harness's check of the case's code in plain eager calls, while it does); `broken_dtypes`
     (harness.environment.probe) are left out, and the result says why."""
@@ -270,17 +143,17 @@ class Execution:
     def _execute(self) -> None:
         os.makedirs(self.settings.workdir, exist_ok=True)
         try:
-            self._reference_in_plain_eager()
-            self._launcher_in_plain_eager()
-            self._backward_in_plain_eager()
-        except _DECIDED as exc:
-            _record(self.result, exc)
+            self.reference_in_plain_eager()
+            self.launcher_in_plain_eager()
+            self.backward_in_plain_eager()
+        except DECIDED as exc:
+            record(self.result, exc)
             return
-        except _NotTestedHere as exc:
+        except NotTestedHere as exc:
             self.result.outcome, self.result.message = Outcome.SKIPPED, str(exc)
             return
         as_a_new_process(self.case)
-        wrappings.take_unpoisoned()
+        poison.take_unpoisoned()
         with (_captured_warnings(self.result), degradation.watching(self.case.kernels) as watch,
               torch._inductor.config.patch(post_grad_custom_post_pass=self.observer.inductor_pass())):
             try:
@@ -291,10 +164,10 @@ class Execution:
                 self.check()
                 if self.settings.perf and self.cell.row.spec.timed:
                     self.time()
-            except _DECIDED as exc:
-                _record(self.result, exc)
+            except DECIDED as exc:
+                record(self.result, exc)
         self.result.unchecked += [f"unwritten elements of {what}: allocated unpoisoned, as written (torch.empty_like), since Inductor "
-                                  "cannot compile its fill" for what in wrappings.take_unpoisoned()]
+                                  "cannot compile its fill" for what in poison.take_unpoisoned()]
         if self.result.outcome is Outcome.PASS:
             self.result.degradations = self._degradations(watch)
         self.result.graph_breaks = sum(counters["graph_break"].values())
@@ -321,119 +194,6 @@ class Execution:
         lost_elsewhere = [d for artifact in self.artifacts.values() for d in getattr(artifact, "degradations", ())]
         return watch.degradations() + list(dict.fromkeys(lost_elsewhere))
 
-    def _launcher_in_plain_eager(self) -> None:
-        """Raise the case's error where its launcher raises in the case's own code when called in plain eager.
-
-        Before a style cell runs its row, the launcher (the shipped op, in its column) is called once, plain, on the
-        example input of each dtype the cell checks, on the run's device: once a runner process per case, callable
-        and dtype. What it raises in the case's own code (raised_by_case_code) every style meets on every row; it is
-        the case's error, with its place and the fix, in each of them, not a failure of the styles. An interpreter
-        limit every style meets, which a probe confirms (applicability.interpreter_scalar_limit), makes the cell not
-        tested here. Whatever else the call raises (torch, a Triton compile error) is left for the cell to measure as
-        it would without the call, except a device fault: the context it poisons would fail the cell's next step, in
-        the wrong place, so it is the cell's failure at run. It runs before the cell resets Dynamo and the
-        autotuners, so it leaves nothing the cell measures. The control runs no launcher."""
-        if self.cell.wrapping is Wrapping.CONTROL:
-            return
-        called = self.cell.wrapping if self.cell.wrapping is Wrapping.SHIPPED else Wrapping.RAW
-        for dtype in self.case.dtypes:
-            key = (self.case.name, called.value, dtype_name(dtype), self.run_device)
-            if key not in _plain_eager:
-                _plain_eager[key] = self._call_in_plain_eager(called, dtype)
-            raised = _plain_eager[key]
-            if isinstance(raised, str):  # a cell that runs the reference alone (a CPU fallback) still measures it
-                if applicability.runs_reference_only(self.cell):
-                    continue
-                raise _NotTestedHere(raised)
-            if raised is not None:
-                raise LauncherRaised(Stage.RUN, raised.error, raised.explained, raised.where)
-
-    def _reference_in_plain_eager(self) -> None:
-        """Call the case's reference once, plain, on the first dtype's example input, once a runner process per case and
-        device, within the check's deadline (the parent's): a reference that never returns is the case's error in every
-        cell, the control's too, not each cell's timeout. What it raises, the cell meets and records where it checks."""
-        case = self.case
-        key = (case.name, "reference", dtype_name(case.dtypes[0]), self.run_device)
-        if key in _plain_eager:
-            return
-        example = Example(case.dtypes[0], case.example_shape, seed=0)
-        self.announce(Stage.REFERENCE, PlainEager("reference"))
-        try:
-            case.reference_outputs(*case.inputs(example, self.run_device))
-        except Exception:  # noqa: BLE001 - what the reference raises, the cell meets and measures
-            pass
-        finally:
-            self.announce(Stage.SETUP, None)
-        _plain_eager[key] = None
-
-    def _backward_in_plain_eager(self) -> None:
-        """Raise the case's error where its backward, which this training cell's operator style registers as an
-        operator, returns aliases or writes into its arguments (harness.execution.backward_check): once a runner
-        process per case and device, on the first dtype's example."""
-        case = self.case
-        if not (self.training and self.cell.wrapping in OPERATOR_STYLES and case.backward is not None and case.backward.kernels):
-            return
-        key = (case.name, "backward", dtype_name(case.dtypes[0]), self.run_device)
-        if key not in _plain_eager:
-            example = Example(case.dtypes[0], case.example_shape, seed=0)
-            self.announce(Stage.RUN, PlainEager("backward", case.autotune_configs))
-            try:
-                problem = backward_check.misdeclared(case, example, self.run_device)
-            except Exception:  # noqa: BLE001 - what the plain calls raise, the cell meets and measures
-                problem = None
-            finally:
-                self.announce(Stage.RUN, None)
-            _plain_eager[key] = None if problem is None else _Raised(CaseError(case.name, problem), problem, "")
-        raised = _plain_eager[key]
-        if isinstance(raised, _Raised):
-            raise LauncherRaised(Stage.RUN, raised.error, raised.explained, raised.where)
-
-    def _call_in_plain_eager(self, called: Wrapping, dtype: torch.dtype) -> _Raised | str | None:
-        example = Example(dtype, self.case.example_shape, seed=0)
-        with self.case_code(Stage.SETUP):
-            inputs = self.case.inputs(example, self.run_device)
-        try:
-            call = wrappings.build(self.case, called)
-        except Exception:  # noqa: BLE001 - the cell's wrap stage meets it again, and says why
-            return None
-        # A launcher that crashes does so running; one that hangs, in the harness's check, which the parent ends.
-        self.announce(Stage.RUN, PlainEager("launcher", self.case.autotune_configs))
-        start = time.perf_counter()
-        try:
-            call(*inputs)
-        except Exception as exc:
-            fault = _pending_device_fault()
-            if fault is not None:
-                raise _failure(Stage.RUN, fault) from exc
-            return applicability.interpreter_scalar_limit(exc, self.environment) or self._raised_by_the_case(exc, called, example)
-        finally:
-            self.spent(Stage.RUN.value, time.perf_counter() - start)
-            self.announce(Stage.RUN, None)  # the check is over: the cell's own deadline again
-        fault = _pending_device_fault()
-        if fault is not None:
-            raise _failure(Stage.RUN, fault) from fault
-        return None
-
-    def _raised_by_the_case(self, error: BaseException, called: Wrapping, example: Example) -> _Raised | None:
-        """The case's error, where the case's own code raised `error`, or None."""
-        try:
-            raiser = raised_by_case_code(error, case_files(self.case))
-        except Exception:  # noqa: BLE001 - a traceback the harness cannot read blames no one: the cell measures
-            return None
-        if raiser is None:
-            return None
-        what = "the shipped op" if called is Wrapping.SHIPPED else "the launcher"
-        place = f"{shown(raiser.filename)}:{raiser.lineno}, in {raiser.function}"
-        if raiser.launch:
-            where, fix = f"launching a Triton kernel at {place}: {raiser.source[:200]}", "fix the launch: pass the kernel each of its parameters"
-        else:
-            where, fix = f"raised at {place}", f"fix {what}"
-        explained = (f"{what} raises in plain eager, before any wrapping ({example}): {type(error).__name__}: {first_line(error)} "
-                     f"({where}): {fix}")
-        frames = "".join(traceback.format_exception(type(error), error, error.__traceback__, limit=-12))
-        error.__traceback__ = error.__context__ = error.__cause__ = None  # kept for the process: let go of the call's frames
-        return _Raised(error, explained, frames)
-
     def replay(self, artifact: Callable[..., Any], dtype: torch.dtype) -> None:
         """CUDA graph replays: new values written into the same input buffers, the result checked each time."""
         buffers = self.inputs(Example(dtype, self.case.example_shape, seed=0))
@@ -445,7 +205,7 @@ class Execution:
                         buffer.copy_(value)
             try:
                 self.verify(artifact, dtype, buffers, same_buffers=True)
-            except _DECIDED:
+            except DECIDED:
                 self.result.example = f"replay {replay} with new values in the same input buffers, {dtype_name(dtype)} {self.case.example_shape}"
                 raise
 
@@ -458,10 +218,10 @@ class Execution:
         entered = time.perf_counter()
         try:
             yield
-        except _DECIDED:
+        except DECIDED:
             raise
         except Exception as exc:
-            raise _failure(stage, exc) from exc
+            raise failure(stage, exc) from exc
         finally:
             self.spent(stage.value, time.perf_counter() - entered)
 
@@ -470,7 +230,7 @@ class Execution:
         """The case's own code runs inside: what it raises is the case's error, not a finding about the path."""
         try:
             yield
-        except _DECIDED:
+        except DECIDED:
             raise
         except Exception as exc:
             raise CaseCodeError(stage, exc) from exc
@@ -482,10 +242,10 @@ class Execution:
             if torch.cuda.is_available():
                 torch.cuda.synchronize()
             return result
-        except _DECIDED:
+        except DECIDED:
             raise
         except Exception as exc:
-            raise _failure(Stage.RUN, exc, called=True) from exc
+            raise failure(Stage.RUN, exc, called=True) from exc
 
     def inputs(self, example: Example, built_with: bool = False) -> tuple[Any, ...]:
         """The example's inputs; recorded in order (CellResult.ran) unless the path is only `built_with` them: the
@@ -584,11 +344,11 @@ class Execution:
         timings = self.result.timings
         checking, compiled_before = time.perf_counter(), timings.compile
         try:
-            failure = self._smallest_failure()
+            smallest = self._smallest_failure()
         finally:  # builds for the other dtypes happen lazily, inside the check: they count as compile
             timings.run = time.perf_counter() - checking - (timings.compile - compiled_before)
-        if failure is not None:
-            example, error = failure
+        if smallest is not None:
+            example, error = smallest
             self.result.example = str(example)
             raise error
 

@@ -278,13 +278,10 @@ def _flatten() -> str:
 
 
 def _poison() -> str:
-    """The allocators the chart gives a launcher (harness.execution.wrapping): an output starts as NaN (an int's
-    largest value), so an element the kernel never writes cannot pass; as source."""
-    from harness.execution import wrapping
+    """The chart's poisoned allocators (harness.execution.poison), as source."""
+    from harness.execution import poison
 
-    return _embedded("from torch.fx.experimental.symbolic_shapes import statically_known_true", wrapping._poison_value,
-                     "_unpoisoned: set[str] = set()", wrapping.empty_like, wrapping._unfillable, wrapping._unfoldable_fill,
-                     wrapping._contiguity_undecided, wrapping.empty)
+    return inspect.getsource(poison)
 
 
 @dataclasses.dataclass

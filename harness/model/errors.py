@@ -3,7 +3,7 @@
 Exceptions from PyTorch, Triton and a case's own code are foreign: `harness.execution.execute` maps them to a cell's
 outcome in one place (a StageFailure, a CaseCodeError: an error at a stage, defined beside the stages in
 harness.model.outcome). An exception defined elsewhere in the harness derives from HarnessError too. A results file records a harness exception as `harness.<Class>` whichever module
-defines it (harness.execution.execute._type_name), so a module can move without changing recorded data; class names are
+defines it (harness.execution.failures.type_name), so a module can move without changing recorded data; class names are
 unique across the harness for that reason.
 """
 

@@ -286,7 +286,8 @@ def test_results_round_trip_and_bad_files_are_named(tmp_path):
 def test_a_harness_error_is_recorded_by_its_kind_and_older_files_module_paths_read_as_that_kind(tmp_path):
     # Results record harness.<Class>, not the module that defines it, so a module's move changes no recorded
     # data; a version-2 file's module paths load as those kinds, and its cells compare unchanged with new ones.
-    from harness.execution.execute import _failure, _record
+    from harness.execution.failures import failure as _failure
+    from harness.execution.failures import record as _record
     from harness.execution.subsystems import OpcheckFailed
     from harness.reporting.diff import compare
 
@@ -404,7 +405,7 @@ def test_scalar_inputs_are_drawn_where_the_artifact_is_made_per_call_and_fixed_w
     from hypothesis import HealthCheck, given, settings
 
     from harness.authoring.case import Example
-    from harness.execution.execute import examples
+    from harness.execution.drawing import examples
 
     case = registry.load().cases["scaled_add"]
     drawn = case.inputs(Example(torch.float32, (5,), 0, (("alpha", -1.5), ("repeat", 3))), "cpu")
@@ -607,7 +608,7 @@ def test_an_error_dynamo_raises_unwrapped_while_tracing_a_call_is_a_compile_fail
     # "ListVariable(length=3) is already tracked for mutation" on torch 2.11): the compiled call never ran.
     import torch._dynamo.symbolic_convert as interpreter
 
-    from harness.execution.execute import _failure
+    from harness.execution.failures import failure as _failure
     from harness.model.outcome import Stage
 
     def step(self):
@@ -756,7 +757,7 @@ def test_a_kernel_edit_adds_one_statement_on_the_first_body_line_and_moves_no_ot
     import importlib
     import sys
 
-    from harness.execution.warm_cache import edited_sources, marker
+    from harness.execution.kernel_edit import edited_sources, marker
 
     source = (
         "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef twice_kernel(x_ptr, n, BLOCK: tl.constexpr):\n"

@@ -17,7 +17,8 @@ import pytest
 
 from harness.authoring import registry
 from harness.execution.execute import Execution
-from harness.execution.warm_cache import edit_request, edited_sources, marker
+from harness.execution.kernel_edit import edited_sources, marker
+from harness.execution.warm_cache import edit_request
 from harness.model.cell import Cell
 from harness.model.columns import Wrapping
 from harness.model.judging import blame_environment, blame_harness, outcome_label
@@ -51,8 +52,8 @@ def _in_new_python(script: str, *args: str) -> str:
 
 LOAD_THE_EDIT = """
 import collections, json, linecache, sys
-from harness.execution.warm_cache import Edit, load_edited_case
-case = load_edited_case(Edit.of(json.load(open(sys.argv[1]))))
+from harness.execution.warm_cache import Edit, edited_case
+case = edited_case(Edit.of(json.load(open(sys.argv[1]))))
 import tcm_fake_library
 from tcm_fake_library import kernels
 print(json.dumps({
@@ -115,8 +116,8 @@ CASE = Case(name="beside_add", kernels=(beside_add_kernel,), launch=launch, refe
 
 LOAD_THE_BESIDE_EDIT = """
 import json, sys
-from harness.execution.warm_cache import Edit, load_edited_case
-case = load_edited_case(Edit.of(json.load(open(sys.argv[1]))))
+from harness.execution.warm_cache import Edit, edited_case
+case = edited_case(Edit.of(json.load(open(sys.argv[1]))))
 print(json.dumps({"source": case.kernels[0].src}))
 """
 
@@ -144,8 +145,8 @@ def test_a_package_given_by_name_from_its_folder_finds_the_module_beside_it_in_t
 
 LOAD_THE_ADAPTED_EDIT = """
 import json, sys
-from harness.execution.warm_cache import Edit, load_edited_case
-case = load_edited_case(Edit.of(json.load(open(sys.argv[1]))))
+from harness.execution.warm_cache import Edit, edited_case
+case = edited_case(Edit.of(json.load(open(sys.argv[1]))))
 import tcm_library_with_cases as library
 print(json.dumps({"source": case.kernels[0].src, "module_global_is_the_case_kernel": library.double_kernel is case.kernels[0],
                   "the_librarys_case_lists_it": library.CASES[0].kernels[0] is case.kernels[0]}))
@@ -276,8 +277,8 @@ def test_the_row_asks_the_new_process_for_the_cases_own_module_not_its_launchers
 
 FIND_THE_CASE = """
 import json, sys
-from harness.execution.warm_cache import Edit, load_edited_case
-print(load_edited_case(Edit.of(json.load(open(sys.argv[1])))).name)
+from harness.execution.warm_cache import Edit, edited_case
+print(edited_case(Edit.of(json.load(open(sys.argv[1])))).name)
 """
 
 
