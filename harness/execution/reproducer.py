@@ -26,6 +26,7 @@ from harness.authoring import registry
 from harness.authoring.case import Case, Example
 from harness.authoring.launcher import takes_namespace
 from harness.execution.path_source import PathWriter
+from harness.execution import source_text
 from harness.execution.source_text import Source, embedded
 from harness.execution.style_source import Names, StyleWriter
 from harness.model.cell import Cell
@@ -176,39 +177,6 @@ def check(actual, expected, names, atol, rtol):
 '''
 
 
-def _stage_of_a_call() -> str:
-    """The chart's own rule for the stage at which an artifact's call fails (harness.execution.execute), as source."""
-    from harness.execution import call_stage
-
-    return embedded("import torch._dynamo.exc as dynamo_exc\nimport torch._inductor.exc as inductor_exc",
-                     call_stage.compile_stage_exception_types, f"_TRACING_FILES = {call_stage._TRACING_FILES!r}",
-                     call_stage._raised_while_tracing)
-
-
-def _copies() -> str:
-    """How the chart copies a cell's inputs (harness.execution.transfer.copied: a view stays a view of its base), as source."""
-    from harness.execution import transfer
-
-    return embedded("import dataclasses", transfer.with_its_strides, transfer._viewed_base, transfer._dense, transfer.copied,
-                     transfer.SentView, transfer.sent, transfer.received,
-                     'def clone(inputs):\n    """Copies as the chart makes them: their strides, a view the same view of a copy of its base."""\n'
-                     "    return tuple(copied(x, x.device) if isinstance(x, torch.Tensor) else x for x in inputs)")
-
-
-def _flatten() -> str:
-    """How the chart lists a call's outputs (harness.execution.numerics.flatten), as source."""
-    from harness.execution import numerics
-
-    return embedded(numerics.flatten)
-
-
-def _poison() -> str:
-    """The chart's poisoned allocators (harness.execution.poison), as source."""
-    from harness.execution import poison
-
-    return inspect.getsource(poison)
-
-
 def _inputs(case: Case) -> str:
     """make_inputs, as the chart draws a cell's inputs."""
     params = [p.name for p in case.input_parameters()]
@@ -250,12 +218,12 @@ and the case's module are imported. Run it with `python {{this file}}`; its last
 Written by `python -m harness repro {cell.id}`.
 """''')
     source.add(f'DEVICE = "{device}"\ncase = {names.case_expr()}\n\n'
-               + embedded(_PRELUDE.strip("\n"), _copies(), _flatten(), _stage_of_a_call()))
+               + embedded(_PRELUDE.strip("\n"), source_text.copies_source(), source_text.flatten_source(), source_text.stage_rule_source()))
     source.add(_inputs(case))
     backward = case.backward
     if takes_namespace(case.launch) or (backward is not None and backward.kernels and takes_namespace(backward.launch)):
         source.imports.add("types")
-        source.add(_poison())
+        source.add(source_text.poison_source())
     StyleWriter(case, names, style, row, source).write()
     PathWriter(case, style, row, source).write(traced, example, replayed)
     interpret = ""
