@@ -16,8 +16,6 @@ from harness.execution.wrapping import operator, shipped_operator
 from harness.model.columns import Wrapping
 from harness.model.rows import Row
 
-OpcheckFailed = path.OpcheckFailed
-
 
 def programs(row: Row, case: Case, wrapping: Wrapping) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(program, reference) for a subsystem row."""

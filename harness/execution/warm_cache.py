@@ -49,7 +49,7 @@ EDIT_TIMEOUT_S = 600.0
 
 class NewProcessFailure(HarnessError):
     """The new process failed, its error's first line: compiling or running the edited style (the cell's finding), or,
-    wrapped in HarnessFault, the harness's own exchange with it (dying while it loads the edit, an answer not written)."""
+    wrapped in HarnessFault, the harness's own exchange with it (dying while it loads the edit)."""
 
 
 @dataclasses.dataclass(frozen=True)

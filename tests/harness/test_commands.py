@@ -303,8 +303,8 @@ CHECKS: dict[str, Check] = {
     "python - <<'PY' || status=1": Check("script"),
     "triton-compat-matrix run ...": printed("test_the_matrix_commands_of_the_docs_and_of_the_harnesss_usage_errors_collect_as_printed"),
     "python -m harness report results.json --out DIR": printed("test_supports_picture_hint_and_historys_pointer_to_diff_run_as_printed"),
-    "python -m harness.execution.warm_cache": Check("internal", "the warm-cache row's new process, fed a request's path a line on stdin"),
-    "python -m harness.execution.saved": Check("internal", "the fresh process of the rows that save, fed a request's path a line on stdin"),
+    "python -m harness.execution.warm_cache": Check("internal", "the warm-cache row's new process, fed pickled requests on stdin (harness.processes.case_process)"),
+    "python -m harness.execution.saved": Check("internal", "the fresh process of the rows that save, fed pickled requests on stdin (harness.processes.case_process)"),
     "python -m harness run --collect-only -q": collect(whole=True),
     "python docs/bug_replay.py [results.json]": run(root=True, subs=((" [results.json]", " reports/gpu/results.json"),)),
     "python -m harness.execution.prebuild BUILD CACHES PACKAGES WORKDIR": Check(

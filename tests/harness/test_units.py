@@ -288,7 +288,7 @@ def test_a_harness_error_is_recorded_by_its_kind_and_older_files_module_paths_re
     # data; a version-2 file's module paths load as those kinds, and its cells compare unchanged with new ones.
     from harness.execution.failures import failure as _failure
     from harness.execution.failures import record as _record
-    from harness.execution.subsystems import OpcheckFailed
+    from harness.execution.paths.subsystems import OpcheckFailed
     from harness.reporting.diff import compare
 
     now = CellResult(Cell.parse("add-triton_op-opcheck"), Outcome.PASS)
